@@ -1,0 +1,353 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// MaxFramePayload is the largest payload of one frame. A packet whose payload is this long
+// or longer continues in the next frame; a frame shorter than this ends the packet.
+const MaxFramePayload = 1<<24 - 1
+
+const headerSize = 4
+
+// Buffer sizes. The reader of a backend connection holds many small rows at once, so one
+// read syscall serves a whole point-select response.
+const (
+	readBufferSize  = 16 << 10
+	writeBufferSize = 16 << 10
+	// keepBufferCap is the largest scratch buffer a Conn keeps between packets; a larger one,
+	// grown for an unusually big packet, is dropped by Trim.
+	keepBufferCap = 64 << 10
+)
+
+var (
+	// ErrPacketTooLarge reports a packet longer than the configured limit.
+	ErrPacketTooLarge = errors.New("packet larger than the allowed maximum")
+	// ErrMalformed reports bytes that do not follow the protocol.
+	ErrMalformed = errors.New("malformed packet")
+)
+
+// Conn frames MySQL packets over a network connection, with buffered reads and writes and
+// the sequence id of each side kept. It is owned by one goroutine at a time.
+type Conn struct {
+	netConn net.Conn
+	r       *bufio.Reader
+	w       *bufio.Writer
+	// peer is the other side of the relay; its buffered writes are flushed before this
+	// Conn blocks on a read.
+	peer *Conn
+	// seq is the sequence id of the next frame written; reading a frame sets it to one more
+	// than the frame's id, so a reply continues the exchange.
+	seq uint8
+	// limit is the largest packet ReadPacket and forwarding from this Conn accept; zero means
+	// no limit beyond the protocol's own.
+	limit int
+	// buf is the scratch buffer ReadPacket returns; reused between packets.
+	buf []byte
+	hdr [headerSize]byte
+	// BytesRead and BytesWritten count every byte through this Conn, headers included.
+	BytesRead, BytesWritten uint64
+	// ioErr is the first error of the connection underneath, kept to tell which side of a
+	// relay failed.
+	ioErr error
+}
+
+// NewConn wraps c.
+func NewConn(c net.Conn) *Conn {
+	cc := &Conn{netConn: c}
+	cc.r = bufio.NewReaderSize(readCounter{cc}, readBufferSize)
+	cc.w = bufio.NewWriterSize(writeCounter{cc}, writeBufferSize)
+	return cc
+}
+
+type readCounter struct{ c *Conn }
+
+func (rc readCounter) Read(p []byte) (int, error) {
+	n, err := rc.c.netConn.Read(p)
+	rc.c.BytesRead += uint64(n)
+	if err != nil && rc.c.ioErr == nil {
+		rc.c.ioErr = err
+	}
+	return n, err
+}
+
+type writeCounter struct{ c *Conn }
+
+func (wc writeCounter) Write(p []byte) (int, error) {
+	n, err := wc.c.netConn.Write(p)
+	wc.c.BytesWritten += uint64(n)
+	if err != nil && wc.c.ioErr == nil {
+		wc.c.ioErr = err
+	}
+	return n, err
+}
+
+// Pair makes a and b each other's peer: before either blocks on a read, the buffered writes
+// of both are flushed.
+func Pair(a, b *Conn) {
+	a.peer, b.peer = b, a
+}
+
+// Unpair removes c from its pairing.
+func (c *Conn) Unpair() {
+	if c.peer != nil && c.peer.peer == c {
+		c.peer.peer = nil
+	}
+	c.peer = nil
+}
+
+// NetConn returns the connection underneath (a *tls.Conn after an upgrade).
+func (c *Conn) NetConn() net.Conn { return c.netConn }
+
+// SetLimit sets the largest packet accepted from this side; zero means no limit.
+func (c *Conn) SetLimit(n int) { c.limit = n }
+
+// ResetSequence starts a new exchange: the next frame written carries sequence id 0.
+func (c *Conn) ResetSequence() { c.seq = 0 }
+
+// Sequence returns the sequence id the next frame written will carry.
+func (c *Conn) Sequence() uint8 { return c.seq }
+
+// Close closes the connection underneath.
+func (c *Conn) Close() error { return c.netConn.Close() }
+
+// Trim drops a scratch buffer that grew past what a connection keeps between packets.
+func (c *Conn) Trim() {
+	if cap(c.buf) > keepBufferCap {
+		c.buf = nil
+	}
+}
+
+// IOErr returns the first error the connection underneath returned, or nil.
+func (c *Conn) IOErr() error { return c.ioErr }
+
+// Written returns the bytes written so far, including those still buffered.
+func (c *Conn) Written() uint64 { return c.BytesWritten + uint64(c.w.Buffered()) }
+
+// Buffered reports how many bytes have been read from the network but not yet consumed.
+func (c *Conn) Buffered() int { return c.r.Buffered() }
+
+// Flush writes out what is buffered for this side.
+func (c *Conn) Flush() error {
+	if c.w.Buffered() == 0 {
+		return nil
+	}
+	return c.w.Flush()
+}
+
+// flushBeforeBlock flushes the buffered writes of both sides when fewer than n bytes are
+// buffered for reading, that is when a read of n bytes would block on the network.
+func (c *Conn) flushBeforeBlock(n int) error {
+	if c.r.Buffered() >= n {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	if c.peer != nil {
+		return c.peer.Flush()
+	}
+	return nil
+}
+
+// readHeader reads the next frame header and returns the frame's payload length.
+func (c *Conn) readHeader() (int, error) {
+	if err := c.flushBeforeBlock(headerSize); err != nil {
+		return 0, err
+	}
+	h, err := c.r.Peek(headerSize)
+	if err != nil {
+		return 0, err
+	}
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	c.seq = h[3] + 1
+	_, _ = c.r.Discard(headerSize)
+	return n, nil
+}
+
+// peekByte returns the next byte without consuming it.
+func (c *Conn) peekByte() (byte, error) {
+	if err := c.flushBeforeBlock(1); err != nil {
+		return 0, err
+	}
+	b, err := c.r.Peek(1)
+	if err != nil {
+		return 0, err
+	}
+	return b[0], nil
+}
+
+// readFull reads exactly len(p) bytes.
+func (c *Conn) readFull(p []byte) error {
+	if err := c.flushBeforeBlock(len(p)); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(c.r, p)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// appendPayload reads n bytes of payload, appending them to c.buf.
+func (c *Conn) appendPayload(n int) error {
+	old := len(c.buf)
+	if cap(c.buf)-old < n {
+		grown := make([]byte, old, old+n)
+		copy(grown, c.buf)
+		c.buf = grown
+	}
+	c.buf = c.buf[:old+n]
+	return c.readFull(c.buf[old:])
+}
+
+// ReadPacket reads one whole packet, joining the frames of a packet of 16 MiB or more, and
+// returns its payload. The slice is valid until the next read from c.
+func (c *Conn) ReadPacket() ([]byte, error) {
+	c.buf = c.buf[:0]
+	for {
+		n, err := c.readHeader()
+		if err != nil {
+			return nil, err
+		}
+		if c.limit > 0 && len(c.buf)+n > c.limit {
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrPacketTooLarge, c.limit)
+		}
+		if err := c.appendPayload(n); err != nil {
+			return nil, err
+		}
+		if n < MaxFramePayload {
+			return c.buf, nil
+		}
+	}
+}
+
+// writeHeader writes a frame header for a payload of n bytes with the next sequence id.
+func (c *Conn) writeHeader(n int) error {
+	c.hdr = [headerSize]byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq}
+	c.seq++
+	_, err := c.w.Write(c.hdr[:])
+	return err
+}
+
+// WritePacket buffers payload as one packet, split into frames as the protocol requires.
+// Call Flush (or read from either side of a pair) to send it.
+func (c *Conn) WritePacket(payload []byte) error {
+	for {
+		n := min(len(payload), MaxFramePayload)
+		if err := c.writeHeader(n); err != nil {
+			return err
+		}
+		if _, err := c.w.Write(payload[:n]); err != nil {
+			return err
+		}
+		payload = payload[n:]
+		if n < MaxFramePayload {
+			return nil
+		}
+	}
+}
+
+// copyPayload streams n bytes of the current frame from c to dst without holding more than
+// what the read buffer holds.
+func (c *Conn) copyPayload(dst *Conn, n int) error {
+	for n > 0 {
+		if c.r.Buffered() == 0 {
+			if err := c.flushBeforeBlock(1); err != nil {
+				return err
+			}
+			if _, err := c.r.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return err
+			}
+		}
+		k := min(n, c.r.Buffered())
+		b, _ := c.r.Peek(k)
+		if _, err := dst.w.Write(b); err != nil {
+			return err
+		}
+		_, _ = c.r.Discard(k)
+		n -= k
+	}
+	return nil
+}
+
+// forwardFrames streams a packet whose first frame header has been read (n is that frame's
+// length) from c to dst, frame by frame, with dst's sequence ids. It enforces c's limit.
+func (c *Conn) forwardFrames(dst *Conn, n int) error {
+	total := 0
+	for {
+		total += n
+		if c.limit > 0 && total > c.limit {
+			return fmt.Errorf("%w: more than %d bytes", ErrPacketTooLarge, c.limit)
+		}
+		if err := dst.writeHeader(n); err != nil {
+			return err
+		}
+		if err := c.copyPayload(dst, n); err != nil {
+			return err
+		}
+		if n < MaxFramePayload {
+			return nil
+		}
+		var err error
+		if n, err = c.readHeader(); err != nil {
+			return err
+		}
+	}
+}
+
+// ForwardPacket streams the next whole packet from c to dst without decoding it and returns
+// the length of its first frame.
+func (c *Conn) ForwardPacket(dst *Conn) (int, error) {
+	n, err := c.readHeader()
+	if err != nil {
+		return 0, err
+	}
+	return n, c.forwardFrames(dst, n)
+}
+
+// UpgradeServer starts TLS as the server on this connection (the proxy facing a client that
+// asked for TLS). Nothing may be buffered for reading.
+func (c *Conn) UpgradeServer(ctx context.Context, cfg *tls.Config) error {
+	return c.upgrade(ctx, tls.Server(c.netConn, cfg))
+}
+
+// UpgradeClient starts TLS as the client on this connection (the proxy facing a backend).
+func (c *Conn) UpgradeClient(ctx context.Context, cfg *tls.Config) error {
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	return c.upgrade(ctx, tls.Client(c.netConn, cfg))
+}
+
+func (c *Conn) upgrade(ctx context.Context, t *tls.Conn) error {
+	if c.r.Buffered() > 0 {
+		return fmt.Errorf("%w: data sent before the TLS handshake", ErrMalformed)
+	}
+	if err := t.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("tls handshake: %w", err)
+	}
+	c.netConn = t
+	c.r.Reset(readCounter{c})
+	c.w.Reset(writeCounter{c})
+	return nil
+}
+
+// SetReadDeadline sets the read deadline of the connection underneath.
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.netConn.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the write deadline of the connection underneath.
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.netConn.SetWriteDeadline(t) }
+
+// SetDeadline sets both deadlines of the connection underneath.
+func (c *Conn) SetDeadline(t time.Time) error { return c.netConn.SetDeadline(t) }
