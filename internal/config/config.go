@@ -1,0 +1,168 @@
+// Package config defines gatekeeper's configuration: the typed settings every component
+// reads, their defaults, how a YAML file, GATEKEEPER_* environment variables and command-line
+// flags combine into them, and the validation that runs before anything is applied.
+//
+// Unknown keys are errors, not warnings: a misspelt key that is silently ignored is a setting
+// the operator believes in and does not have.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole configuration. The field comments give each default.
+type Config struct {
+	// Listen is the address clients connect to. Default 127.0.0.1:6033.
+	Listen    string    `mapstructure:"listen"`
+	Admin     Admin     `mapstructure:"admin"`
+	Backends  Backends  `mapstructure:"backends"`
+	TLS       ClientTLS `mapstructure:"tls"`
+	Client    Client    `mapstructure:"client"`
+	Shutdown  Shutdown  `mapstructure:"shutdown"`
+	Admission Admission `mapstructure:"admission"`
+	Classify  Classify  `mapstructure:"classify"`
+	Log       Log       `mapstructure:"log"`
+}
+
+// Admin configures the HTTP listener for metrics, health and the admin API.
+type Admin struct {
+	// Listen is the admin HTTP address. Default 127.0.0.1:6080; empty disables it.
+	Listen string `mapstructure:"listen"`
+}
+
+// Backends configures the database servers behind the proxy.
+type Backends struct {
+	// Primary is the host:port of the primary. Default 127.0.0.1:3306.
+	Primary string `mapstructure:"primary"`
+	// Replicas are host:port addresses of read replicas. Default none.
+	Replicas []string `mapstructure:"replicas"`
+	// ConnectTimeout bounds dialing a backend and reading its greeting. Default 5s.
+	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
+	TLS            BackendTLS    `mapstructure:"tls"`
+}
+
+// TLS modes towards backends, named as MySQL clients name them (--ssl-mode).
+const (
+	TLSDisabled       = "disabled"
+	TLSPreferred      = "preferred"
+	TLSRequired       = "required"
+	TLSVerifyCA       = "verify_ca"
+	TLSVerifyIdentity = "verify_identity"
+)
+
+// BackendTLS configures TLS from the proxy to backends.
+type BackendTLS struct {
+	// Mode is disabled (default), preferred (when the backend offers it), required (without
+	// verifying the certificate), verify_ca (the chain against CAFile) or verify_identity
+	// (the chain and the host name).
+	Mode string `mapstructure:"mode"`
+	// CAFile is a PEM bundle to verify backend certificates with. Default: the system pool.
+	CAFile string `mapstructure:"ca_file"`
+	// CertFile and KeyFile are a client certificate to present, if the backend asks. Optional.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+	// ServerName is the name verify_identity checks. Default: the host of the address.
+	ServerName string `mapstructure:"server_name"`
+}
+
+// ClientTLS configures TLS between clients and the proxy. The proxy terminates it with its
+// own certificate; without a certificate it does not offer TLS.
+type ClientTLS struct {
+	// CertFile and KeyFile are the proxy's PEM certificate and key. Default none (no TLS).
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+	// Required refuses clients that do not start TLS. Default false.
+	Required bool `mapstructure:"required"`
+}
+
+// Client configures limits on client connections.
+type Client struct {
+	// HandshakeTimeout bounds the whole connection setup: greeting, TLS and authentication.
+	// Default 10s.
+	HandshakeTimeout time.Duration `mapstructure:"handshake_timeout"`
+	// IdleTimeout closes a connection that sends nothing for this long between commands.
+	// Default 8h (MySQL's wait_timeout); 0 means never.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// MaxPacketSize is the largest packet accepted from a client. Default 1GiB (the
+	// protocol's own limit); the backend's max_allowed_packet still applies.
+	MaxPacketSize ByteSize `mapstructure:"max_packet_size"`
+	// MaxConnections bounds open client connections; 0 (default) means no bound.
+	MaxConnections int `mapstructure:"max_connections"`
+}
+
+// Shutdown configures the drain on SIGTERM/SIGINT.
+type Shutdown struct {
+	// DrainTimeout is how long in-flight statements and open transactions may take to
+	// finish before the remaining connections are closed. Default 30s.
+	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
+}
+
+// Queue disciplines.
+const (
+	DisciplineFIFO = "fifo"
+	DisciplineSJF  = "sjf"
+)
+
+// Admission configures admission control and scheduling.
+type Admission struct {
+	// Enabled turns admission control on. Default false: a pure relay that still measures.
+	Enabled bool `mapstructure:"enabled"`
+	// Capacity is the pool of concurrent estimated work, in milliseconds. Default 500ms.
+	Capacity time.Duration `mapstructure:"capacity"`
+	// MaxConcurrency bounds units running at once; 0 (default) means no bound.
+	MaxConcurrency int `mapstructure:"max_concurrency"`
+	// Discipline orders the queue: fifo or sjf (default).
+	Discipline string `mapstructure:"discipline"`
+	// Aging is X in "no unit waits more than X times its expected cost"; 0 (default) is off.
+	Aging float64 `mapstructure:"aging"`
+	// QueueTimeout is how long a unit may wait. Default 5s.
+	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
+	// MaxQueue bounds the number of waiting units. Default 10000.
+	MaxQueue int `mapstructure:"max_queue"`
+}
+
+// Request type keys.
+var TypeKeys = []string{"digest", "tag", "transaction", "user", "schema", "program_name"}
+
+// Classify configures how requests are grouped into types.
+type Classify struct {
+	// TypeKey is what makes a request type: digest (default), tag, transaction, user,
+	// schema or program_name.
+	TypeKey string `mapstructure:"type_key"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info (default), warn or error.
+	Level string `mapstructure:"level"`
+	// Format is text (default) or json.
+	Format string `mapstructure:"format"`
+}
+
+// Default returns the configuration used where nothing else is set.
+func Default() Config {
+	return Config{
+		Listen: "127.0.0.1:6033",
+		Admin:  Admin{Listen: "127.0.0.1:6080"},
+		Backends: Backends{
+			Primary:        "127.0.0.1:3306",
+			Replicas:       []string{},
+			ConnectTimeout: 5 * time.Second,
+			TLS:            BackendTLS{Mode: TLSDisabled},
+		},
+		Client: Client{
+			HandshakeTimeout: 10 * time.Second,
+			IdleTimeout:      8 * time.Hour,
+			MaxPacketSize:    1 << 30,
+		},
+		Shutdown: Shutdown{DrainTimeout: 30 * time.Second},
+		Admission: Admission{
+			Capacity:     500 * time.Millisecond,
+			Discipline:   DisciplineSJF,
+			QueueTimeout: 5 * time.Second,
+			MaxQueue:     10000,
+		},
+		Classify: Classify{TypeKey: "digest"},
+		Log:      Log{Level: "info", Format: "text"},
+	}
+}

@@ -1,0 +1,203 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gatekeeper.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(Sources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Listen != "127.0.0.1:6033" || got.Admission.Capacity != 500*time.Millisecond || got.Classify.TypeKey != "digest" {
+		t.Errorf("defaults = %+v", got)
+	}
+}
+
+func TestExampleConfigIsValid(t *testing.T) {
+	if _, err := Load(Sources{File: "../../deploy/gatekeeper.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	path := writeFile(t, `
+listen: 127.0.0.1:7000
+backends:
+  primary: db1:3306
+  replicas: [db2:3306, db3:3306]
+admission:
+  discipline: fifo
+  capacity: 250ms
+client:
+  max_packet_size: 16MiB
+`)
+	t.Setenv("GATEKEEPER_ADMISSION_DISCIPLINE", "sjf")
+	t.Setenv("GATEKEEPER_ADMISSION_AGING", "10")
+	t.Setenv("GATEKEEPER_BACKENDS_REPLICAS", "r1:1,r2:2")
+	flags := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	flags.String("listen", "", "")
+	flags.String("primary", "", "")
+	if err := flags.Parse([]string{"--listen", "127.0.0.1:8000"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Sources{File: path, Flags: flags, FlagKeys: map[string]string{"listen": "listen", "primary": "backends.primary"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"flag over file", c.Listen, "127.0.0.1:8000"},
+		{"file when flag unset", c.Backends.Primary, "db1:3306"},
+		{"env over file", c.Admission.Discipline, "sjf"},
+		{"env number", c.Admission.Aging, 10.0},
+		{"env list", strings.Join(c.Backends.Replicas, ","), "r1:1,r2:2"},
+		{"file duration", c.Admission.Capacity, 250 * time.Millisecond},
+		{"file size", c.Client.MaxPacketSize, ByteSize(16 << 20)},
+		{"default", c.Admission.QueueTimeout, 5 * time.Second},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s: got %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		env  map[string]string
+		want []string // substrings of the error
+	}{
+		{
+			name: "unknown key with suggestion and line",
+			yaml: "listen: 127.0.0.1:1\nadmission:\n  disciplin: fifo\n",
+			want: []string{`line 3: unknown key "admission.disciplin"`, `did you mean "admission.discipline"`},
+		},
+		{
+			name: "unknown section",
+			yaml: "pools:\n  size: 3\n",
+			want: []string{`line 1: unknown key "pools"`},
+		},
+		{
+			name: "bad duration",
+			yaml: "admission:\n  capacity: fast\n",
+			want: []string{"line 2: admission.capacity", `invalid duration "fast"`},
+		},
+		{
+			name: "bare number duration",
+			yaml: "admission:\n  queue_timeout: 5\n",
+			want: []string{"admission.queue_timeout", "use a number with a unit"},
+		},
+		{
+			name: "bad enum",
+			yaml: "admission:\n  discipline: lifo\n",
+			want: []string{"line 2: admission.discipline", `"lifo" is not one of fifo, sjf`},
+		},
+		{
+			name: "bad address",
+			yaml: "backends:\n  primary: localhost\n",
+			want: []string{"backends.primary", "is not host:port"},
+		},
+		{
+			name: "section given a scalar",
+			yaml: "admission: on\n",
+			want: []string{"line 1: admission must be a mapping"},
+		},
+		{
+			name: "several problems at once",
+			yaml: "log:\n  level: loud\n  format: xml\n",
+			want: []string{"log.level", "log.format"},
+		},
+		{
+			name: "bad environment value",
+			env:  map[string]string{"GATEKEEPER_ADMISSION_MAX_QUEUE": "many"},
+			want: []string{"admission.max_queue"},
+		},
+		{
+			name: "bad size",
+			yaml: "client:\n  max_packet_size: 12 apples\n",
+			want: []string{"client.max_packet_size", "invalid size"},
+		},
+		{
+			name: "tls key without cert",
+			yaml: "tls:\n  key_file: /nonexistent.key\n",
+			want: []string{"tls.cert_file", "go together"},
+		},
+		{
+			name: "yaml syntax",
+			yaml: "listen: [\n",
+			want: []string{"yaml"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			src := Sources{}
+			if tt.yaml != "" {
+				src.File = writeFile(t, tt.yaml)
+			}
+			_, err := Load(src)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[any]ByteSize{"1024": 1024, "64KiB": 64 << 10, "16M": 16 << 20, "1 GiB": 1 << 30, 4096: 4096} {
+		got, err := parseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseByteSize(%v) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []any{"", "MiB", "-5", "5XB", "99999999999999999999"} {
+		if _, err := parseByteSize(in); err == nil {
+			t.Errorf("parseByteSize(%q): no error", in)
+		}
+	}
+	if s := ByteSize(16 << 20).String(); s != "16MiB" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+func TestEveryKeyHasAnEnvironmentVariable(t *testing.T) {
+	for _, k := range Keys() {
+		if !strings.HasPrefix(EnvName(k), "GATEKEEPER_") || strings.Contains(EnvName(k), ".") {
+			t.Errorf("key %s: env %s", k, EnvName(k))
+		}
+	}
+	if EnvName("admission.discipline") != "GATEKEEPER_ADMISSION_DISCIPLINE" {
+		t.Errorf("EnvName = %s", EnvName("admission.discipline"))
+	}
+}

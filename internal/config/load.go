@@ -1,0 +1,304 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+)
+
+// EnvPrefix prefixes the environment variable of every key: admission.discipline is
+// GATEKEEPER_ADMISSION_DISCIPLINE.
+const EnvPrefix = "GATEKEEPER"
+
+// EnvName returns the environment variable that sets key.
+func EnvName(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// Sources says where configuration comes from, in rising precedence after the defaults:
+// the file, the environment, the flags that were set.
+type Sources struct {
+	// File is a YAML file; empty means none.
+	File string
+	// Flags and FlagKeys bind command-line flags (by name) to keys. A flag counts only when
+	// it was set on the command line.
+	Flags    *pflag.FlagSet
+	FlagKeys map[string]string
+}
+
+// field is one settable key of Config.
+type field struct {
+	key   string
+	index []int
+	typ   reflect.Type
+}
+
+// fields lists the settable keys of Config, in declaration order.
+func fields() []field {
+	var out []field
+	var walk func(t reflect.Type, prefix string, index []int)
+	walk = func(t reflect.Type, prefix string, index []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			key := prefix + f.Tag.Get("mapstructure")
+			idx := append(slices.Clone(index), i)
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type, key+".", idx)
+				continue
+			}
+			out = append(out, field{key: key, index: idx, typ: f.Type})
+		}
+	}
+	walk(reflect.TypeFor[Config](), "", nil)
+	return out
+}
+
+// Keys returns every configuration key, in the order of the reference.
+func Keys() []string {
+	var keys []string
+	for _, f := range fields() {
+		keys = append(keys, f.key)
+	}
+	return keys
+}
+
+// Load builds the configuration from its sources and validates it. Errors name the key,
+// and the file line when the value came from the file.
+func Load(src Sources) (Config, error) {
+	v := viper.New()
+	def := reflect.ValueOf(Default())
+	fs := fields()
+	for _, f := range fs {
+		v.SetDefault(f.key, def.FieldByIndex(f.index).Interface())
+		if err := v.BindEnv(f.key, EnvName(f.key)); err != nil {
+			return Config{}, err
+		}
+	}
+	var lines map[string]int
+	if src.File != "" {
+		data, err := os.ReadFile(src.File)
+		if err != nil {
+			return Config{}, fmt.Errorf("config: %w", err)
+		}
+		if lines, err = checkKeys(data, fs); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", src.File, err)
+		}
+		v.SetConfigType("yaml")
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", src.File, err)
+		}
+	}
+	for name, key := range src.FlagKeys {
+		if f := src.Flags.Lookup(name); f != nil {
+			if err := v.BindPFlag(key, f); err != nil {
+				return Config{}, err
+			}
+		}
+	}
+
+	cfg := Default()
+	out := reflect.ValueOf(&cfg).Elem()
+	var errs []error
+	for _, f := range fs {
+		dst := out.FieldByIndex(f.index)
+		if err := decodeValue(v.Get(f.key), dst); err != nil {
+			errs = append(errs, keyError(f.key, lines, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, withFile(src.File, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, withFile(src.File, annotateLines(err, lines))
+	}
+	return cfg, nil
+}
+
+func withFile(file string, err error) error {
+	if file == "" {
+		return fmt.Errorf("config: %w", err)
+	}
+	return fmt.Errorf("config %s: %w", file, err)
+}
+
+func keyError(key string, lines map[string]int, err error) error {
+	if line, ok := lines[key]; ok {
+		return fmt.Errorf("line %d: %s: %w", line, key, err)
+	}
+	return fmt.Errorf("%s: %w", key, err)
+}
+
+// annotateLines adds file lines to validation errors that name a key set in the file.
+func annotateLines(err error, lines map[string]int) error {
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) {
+		return err
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		var ke *KeyError
+		if errors.As(e, &ke) {
+			if line, ok := lines[ke.Key]; ok {
+				e = fmt.Errorf("line %d: %w", line, e)
+			}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// checkKeys walks the YAML document and refuses keys that are not settings, with the line
+// and the nearest known key. It returns the line of every key set.
+func checkKeys(data []byte, fs []field) (map[string]int, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	lines := map[string]int{}
+	if len(doc.Content) == 0 { // empty file
+		return lines, nil
+	}
+	known := map[string]bool{}  // leaf keys
+	groups := map[string]bool{} // keys of sections
+	for _, f := range fs {
+		known[f.key] = true
+		for i := range f.key {
+			if f.key[i] == '.' {
+				groups[f.key[:i]] = true
+			}
+		}
+	}
+	var errs []error
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		if n.Kind != yaml.MappingNode {
+			what := "the document"
+			if prefix != "" {
+				what = strings.TrimSuffix(prefix, ".")
+			}
+			errs = append(errs, fmt.Errorf("line %d: %s must be a mapping of keys", n.Line, what))
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			key := prefix + k.Value
+			lines[key] = k.Line
+			switch {
+			case known[key]:
+			case groups[key]:
+				walk(val, key+".")
+			default:
+				msg := fmt.Sprintf("line %d: unknown key %q", k.Line, key)
+				if near := nearest(key, fs); near != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", near)
+				}
+				errs = append(errs, errors.New(msg))
+			}
+		}
+	}
+	walk(doc.Content[0], "")
+	return lines, errors.Join(errs...)
+}
+
+// nearest returns the known key closest to key by edit distance, if close enough.
+func nearest(key string, fs []field) string {
+	best, bestD := "", 4
+	for _, f := range fs {
+		if d := editDistance(key, f.key); d < bestD {
+			best, bestD = f.key, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// decodeValue decodes a raw value from the file, the environment or a flag into dst.
+func decodeValue(raw any, dst reflect.Value) error {
+	switch dst.Type() {
+	case durationType:
+		d, err := parseDuration(raw)
+		if err != nil {
+			return err
+		}
+		dst.SetInt(int64(d))
+		return nil
+	case reflect.TypeFor[ByteSize]():
+		b, err := parseByteSize(raw)
+		if err != nil {
+			return err
+		}
+		dst.SetInt(int64(b))
+		return nil
+	}
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result:           dst.Addr().Interface(),
+		WeaklyTypedInput: true,
+		DecodeHook:       mapstructure.StringToSliceHookFunc(","),
+	})
+	if err != nil {
+		return err
+	}
+	if err := dec.Decode(raw); err != nil {
+		var de *mapstructure.DecodeError
+		if errors.As(err, &de) {
+			return de.Unwrap()
+		}
+		return err
+	}
+	return nil
+}
+
+// parseDuration accepts a Go duration string ("500ms", "5s", "1h30m"), or 0. A bare number
+// is refused: it is too easy to mean milliseconds and get nanoseconds.
+func parseDuration(raw any) (time.Duration, error) {
+	switch x := raw.(type) {
+	case time.Duration:
+		return x, nil
+	case int:
+		if x == 0 {
+			return 0, nil
+		}
+	case string:
+		s := strings.TrimSpace(x)
+		if s == "0" {
+			return 0, nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q: use a number with a unit, such as 500ms, 5s or 1h", x)
+		}
+		return d, nil
+	}
+	return 0, fmt.Errorf("invalid duration %v: use a number with a unit, such as 500ms, 5s or 1h", raw)
+}

@@ -1,0 +1,177 @@
+package config
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// KeyError is a bad value for one key.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// Validate checks every setting and returns all problems at once, each naming its key and
+// what would be accepted.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &KeyError{Key: key, Err: fmt.Errorf(format, args...)})
+	}
+	addr := func(key, value string, optional bool) {
+		if value == "" {
+			if !optional {
+				bad(key, "is required (host:port)")
+			}
+			return
+		}
+		if _, port, err := net.SplitHostPort(value); err != nil {
+			bad(key, "%q is not host:port", value)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			bad(key, "%q has an invalid port", value)
+		}
+	}
+	oneOf := func(key, value string, allowed ...string) {
+		if !slices.Contains(allowed, value) {
+			bad(key, "%q is not one of %s", value, strings.Join(allowed, ", "))
+		}
+	}
+	readable := func(key, path string) {
+		if path == "" {
+			return
+		}
+		if _, err := os.Stat(path); err != nil {
+			bad(key, "%v", err)
+		}
+	}
+	keyPair := func(prefix, cert, key string) {
+		switch {
+		case cert == "" && key == "":
+		case cert == "" || key == "":
+			bad(prefix+".cert_file", "cert_file and key_file go together")
+		default:
+			if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+				bad(prefix+".cert_file", "cannot load the certificate and key: %v", err)
+			}
+		}
+	}
+
+	addr("listen", c.Listen, false)
+	addr("admin.listen", c.Admin.Listen, true)
+	addr("backends.primary", c.Backends.Primary, false)
+	for i, r := range c.Backends.Replicas {
+		addr(fmt.Sprintf("backends.replicas[%d]", i), r, false)
+	}
+	if c.Backends.ConnectTimeout <= 0 {
+		bad("backends.connect_timeout", "must be positive, such as 5s")
+	}
+	oneOf("backends.tls.mode", c.Backends.TLS.Mode,
+		TLSDisabled, TLSPreferred, TLSRequired, TLSVerifyCA, TLSVerifyIdentity)
+	readable("backends.tls.ca_file", c.Backends.TLS.CAFile)
+	keyPair("backends.tls", c.Backends.TLS.CertFile, c.Backends.TLS.KeyFile)
+
+	keyPair("tls", c.TLS.CertFile, c.TLS.KeyFile)
+	if c.TLS.Required && c.TLS.CertFile == "" {
+		bad("tls.required", "needs tls.cert_file and tls.key_file")
+	}
+
+	if c.Client.HandshakeTimeout <= 0 {
+		bad("client.handshake_timeout", "must be positive, such as 10s")
+	}
+	if c.Client.IdleTimeout < 0 {
+		bad("client.idle_timeout", "must be 0 (never) or positive")
+	}
+	if c.Client.MaxPacketSize < 1<<10 || c.Client.MaxPacketSize > 1<<30 {
+		bad("client.max_packet_size", "%s is outside 1KiB..1GiB", c.Client.MaxPacketSize)
+	}
+	if c.Client.MaxConnections < 0 {
+		bad("client.max_connections", "must be 0 (no bound) or positive")
+	}
+	if c.Shutdown.DrainTimeout < 0 {
+		bad("shutdown.drain_timeout", "must be 0 or positive")
+	}
+
+	a := c.Admission
+	if a.Enabled {
+		bad("admission.enabled", "admission control is not available in this version; set it to false")
+	}
+	if a.Capacity <= 0 {
+		bad("admission.capacity", "must be positive, such as 500ms")
+	}
+	if a.MaxConcurrency < 0 {
+		bad("admission.max_concurrency", "must be 0 (no ceiling) or positive")
+	}
+	oneOf("admission.discipline", a.Discipline, DisciplineFIFO, DisciplineSJF)
+	if a.Aging < 0 || math.IsNaN(a.Aging) || math.IsInf(a.Aging, 0) {
+		bad("admission.aging", "must be 0 (off) or a positive factor such as 10")
+	}
+	if a.QueueTimeout <= 0 {
+		bad("admission.queue_timeout", "must be positive, such as 5s")
+	}
+	if a.MaxQueue <= 0 {
+		bad("admission.max_queue", "must be positive, such as 10000")
+	}
+	oneOf("classify.type_key", c.Classify.TypeKey, TypeKeys...)
+	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf("log.format", c.Log.Format, "text", "json")
+	return errors.Join(errs...)
+}
+
+// ByteSize is a size in bytes, written as a number of bytes or with a binary suffix:
+// 64KiB, 16MiB, 1GiB (K, M, G and KB, MB, GB mean the same, as in MySQL).
+type ByteSize int64
+
+func (b ByteSize) String() string {
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", b>>30)
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", b>>10)
+	}
+	return fmt.Sprintf("%dB", int64(b))
+}
+
+func parseByteSize(raw any) (ByteSize, error) {
+	switch x := raw.(type) {
+	case ByteSize:
+		return x, nil
+	case int:
+		return ByteSize(x), nil
+	case int64:
+		return ByteSize(x), nil
+	case string:
+		s := strings.TrimSpace(x)
+		i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+		if i == 0 {
+			break
+		}
+		num, suffix := s, ""
+		if i > 0 {
+			num, suffix = s[:i], strings.ToUpper(strings.TrimSpace(s[i:]))
+		}
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			break
+		}
+		shift := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20,
+			"MIB": 20, "G": 30, "GB": 30, "GIB": 30}
+		sh, ok := shift[suffix]
+		if !ok || n > math.MaxInt64>>sh {
+			break
+		}
+		return ByteSize(n << sh), nil
+	}
+	return 0, errors.New("invalid size: use bytes or a number with KiB, MiB or GiB, such as 16MiB")
+}
