@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -317,9 +318,31 @@ func (c *Conn) ForwardPacket(dst *Conn) (int, error) {
 }
 
 // UpgradeServer starts TLS as the server on this connection (the proxy facing a client that
-// asked for TLS). Nothing may be buffered for reading.
+// asked for TLS). The client may have sent its first TLS bytes right after the SSLRequest;
+// what is already buffered goes to the TLS layer first.
 func (c *Conn) UpgradeServer(ctx context.Context, cfg *tls.Config) error {
-	return c.upgrade(ctx, tls.Server(c.netConn, cfg))
+	under := c.netConn
+	if n := c.r.Buffered(); n > 0 {
+		early, _ := c.r.Peek(n)
+		under = &prefixedConn{Conn: c.netConn, prefix: bytes.Clone(early)}
+		_, _ = c.r.Discard(n)
+	}
+	return c.upgrade(ctx, tls.Server(under, cfg))
+}
+
+// prefixedConn reads prefix before reading from the connection.
+type prefixedConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (p *prefixedConn) Read(b []byte) (int, error) {
+	if len(p.prefix) > 0 {
+		n := copy(b, p.prefix)
+		p.prefix = p.prefix[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
 }
 
 // UpgradeClient starts TLS as the client on this connection (the proxy facing a backend).
@@ -327,13 +350,13 @@ func (c *Conn) UpgradeClient(ctx context.Context, cfg *tls.Config) error {
 	if err := c.Flush(); err != nil {
 		return err
 	}
+	if c.r.Buffered() > 0 {
+		return fmt.Errorf("%w: the server sent data before the TLS handshake", ErrMalformed)
+	}
 	return c.upgrade(ctx, tls.Client(c.netConn, cfg))
 }
 
 func (c *Conn) upgrade(ctx context.Context, t *tls.Conn) error {
-	if c.r.Buffered() > 0 {
-		return fmt.Errorf("%w: data sent before the TLS handshake", ErrMalformed)
-	}
 	if err := t.HandshakeContext(ctx); err != nil {
 		return fmt.Errorf("tls handshake: %w", err)
 	}
