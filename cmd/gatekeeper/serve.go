@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
+	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+	"github.com/gatekeeperdb/gatekeeper/internal/sdnotify"
+)
+
+func newServeCommand() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the proxy",
+		Long: "Runs the proxy until SIGTERM or SIGINT, then drains: stops accepting, lets\n" +
+			"in-flight statements and open transactions finish (shutdown.drain_timeout), closes.\n" +
+			"Every configuration key can also be set as GATEKEEPER_<KEY>, dots as underscores.",
+		Args: cobra.NoArgs,
+	}
+	flags := cmd.Flags()
+	flags.StringVar(&file, "config", "", "YAML configuration file")
+	flags.String("listen", "", "address clients connect to (listen; default 127.0.0.1:6033)")
+	flags.String("admin-listen", "", "admin HTTP address (admin.listen; default 127.0.0.1:6080)")
+	flags.String("primary", "", "primary backend host:port (backends.primary; default 127.0.0.1:3306)")
+	flags.StringArray("replica", nil, "replica backend host:port, repeatable (backends.replicas)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := config.Load(config.Sources{
+			File:  file,
+			Flags: flags,
+			FlagKeys: map[string]string{
+				"listen":       "listen",
+				"admin-listen": "admin.listen",
+				"primary":      "backends.primary",
+				"replica":      "backends.replicas",
+			},
+		})
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return serve(ctx, cfg, newLogger(cfg.Log))
+	}
+	return cmd
+}
+
+func newLogger(c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level)) // validated already
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// serve runs the proxy and its admin listener until ctx ends, then drains.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "gatekeeper_build_info",
+			Help:        "Build information; always 1.",
+			ConstLabels: prometheus.Labels{"version": buildVersion(), "goversion": runtime.Version()},
+		}, func() float64 { return 1 }),
+	)
+
+	srv, err := proxy.New(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+
+	primary := replicas.NewProbe(cfg.Backends.Primary, cfg.Backends.ConnectTimeout, 2*time.Second)
+	draining := make(chan struct{}) // closed when the drain begins: no longer ready
+	var adminSrv *http.Server
+	if cfg.Admin.Listen != "" {
+		aln, err := net.Listen("tcp", cfg.Admin.Listen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("admin listen: %w", err)
+		}
+		ready := admin.CheckFunc(func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-draining:
+				return errors.New("shutting down")
+			default:
+			}
+			return primary.Check(ctx)
+		})
+		adminSrv = &http.Server{Handler: admin.Handler(reg, ready), ReadHeaderTimeout: 10 * time.Second}
+		go func() { // ends when adminSrv is shut down
+			if err := adminSrv.Serve(aln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("admin listener failed", "err", err)
+			}
+		}()
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }() // ends when Shutdown closes ln
+	log.Info("gatekeeper started", "version", buildVersion(), "listen", ln.Addr().String(),
+		"admin", cfg.Admin.Listen, "primary", cfg.Backends.Primary, "mode", "passthrough")
+	if _, err := sdnotify.Send(sdnotify.Ready); err != nil {
+		log.Warn("cannot notify systemd", "err", err)
+	}
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-hup:
+			log.Warn("SIGHUP received: configuration reload is not supported yet; restart to apply changes")
+		case err := <-serveErr:
+			runErr = fmt.Errorf("accept: %w", err)
+			break loop
+		}
+	}
+
+	close(draining)
+	_, _ = sdnotify.Send(sdnotify.Stopping)
+	log.Info("draining", "connections", srv.Open(), "timeout", cfg.Shutdown.DrainTimeout)
+	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		log.Warn("drain incomplete", "err", err)
+	}
+	if adminSrv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer scancel()
+		_ = adminSrv.Shutdown(sctx)
+	}
+	log.Info("stopped")
+	return runErr
+}

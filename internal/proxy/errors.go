@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+)
+
+// MySQL error codes the proxy sends. Where a server code fits, it is used, so that drivers
+// recognise the condition; connection-level failures use the client-library codes that
+// drivers already treat as "connection lost, retry on a new one".
+const (
+	codeConCount          = 1040 // ER_CON_COUNT_ERROR: too many connections
+	codeHandshake         = 1043 // ER_HANDSHAKE_ERROR: bad handshake
+	codeUnknownCommand    = 1047 // ER_UNKNOWN_COM_ERROR
+	codePacketTooLarge    = 1153 // ER_NET_PACKET_TOO_LARGE
+	codeSecureTransport   = 3159 // ER_SECURE_TRANSPORT_REQUIRED
+	codeConnectHost       = 2003 // CR_CONN_HOST_ERROR: cannot connect to the server
+	codeServerLost        = 2013 // CR_SERVER_LOST: lost connection during query
+	stateConnection       = "08S01"
+	stateGeneral          = "HY000"
+	stateConnectionRefuse = "08004"
+)
+
+// clientError is a failure the client is told about in an ERR packet.
+type clientError struct {
+	code  uint16
+	state string
+	msg   string // starts with "gatekeeper:"
+	err   error  // the cause, for logs
+}
+
+func (e *clientError) Error() string {
+	if e.err != nil {
+		return e.msg + ": " + e.err.Error()
+	}
+	return e.msg
+}
+
+func (e *clientError) Unwrap() error { return e.err }
+
+func errBackendUnreachable(role, addr string, err error) *clientError {
+	return &clientError{code: codeConnectHost, state: stateGeneral, err: err, msg: fmt.Sprintf(
+		"gatekeeper: cannot reach the %s backend %s (%s); check that it runs and that backends.%s is right",
+		role, addr, shortCause(err), role)}
+}
+
+func errBackendLost(addr string, err error) *clientError {
+	return &clientError{code: codeServerLost, state: stateGeneral, err: err, msg: fmt.Sprintf(
+		"gatekeeper: lost the connection to backend %s during the command (%s); reconnect and retry if the command is safe to repeat",
+		addr, shortCause(err))}
+}
+
+func errTooManyConnections(limit int) *clientError {
+	return &clientError{code: codeConCount, state: stateConnectionRefuse, msg: fmt.Sprintf(
+		"gatekeeper: too many connections (client.max_connections is %d); retry later", limit)}
+}
+
+func errTLSRequired() *clientError {
+	return &clientError{code: codeSecureTransport, state: stateGeneral,
+		msg: "gatekeeper: this proxy requires TLS (tls.required); connect with TLS enabled"}
+}
+
+func errTLSNotOffered() *clientError {
+	return &clientError{code: codeHandshake, state: stateConnection,
+		msg: "gatekeeper: the client asked for TLS but the proxy has no certificate (tls.cert_file); connect without TLS or configure one"}
+}
+
+func errBadHandshake(err error) *clientError {
+	return &clientError{code: codeHandshake, state: stateConnection, err: err,
+		msg: "gatekeeper: bad handshake; the client sent a malformed or unsupported handshake packet"}
+}
+
+func errBackendTLS(addr string, err error) *clientError {
+	return &clientError{code: codeConnectHost, state: stateGeneral, err: err, msg: fmt.Sprintf(
+		"gatekeeper: TLS to backend %s failed (%s); check backends.tls", addr, shortCause(err))}
+}
+
+func errPacketTooLarge(limit int) *clientError {
+	return &clientError{code: codePacketTooLarge, state: stateConnection, msg: fmt.Sprintf(
+		"gatekeeper: got a packet bigger than client.max_packet_size (%d bytes); closing the connection", limit)}
+}
+
+func errMalformedPacket(err error) *clientError {
+	return &clientError{code: codeHandshake, state: stateConnection, err: err,
+		msg: "gatekeeper: malformed packet from the client; closing the connection"}
+}
+
+func errUnsupportedCommand(cmd byte) *clientError {
+	return &clientError{code: codeUnknownCommand, state: stateConnection, msg: fmt.Sprintf(
+		"gatekeeper: command %s (0x%02x) is not supported through the proxy; connect to the server directly for it",
+		protocol.CommandName(cmd), cmd)}
+}
+
+// shortCause renders the cause of a network failure without the noise of the whole chain.
+func shortCause(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "timed out"
+	case errors.As(err, &op) && op.Err != nil:
+		var sys *os.SyscallError
+		if errors.As(op.Err, &sys) {
+			return sys.Err.Error()
+		}
+		return op.Err.Error()
+	case err == nil:
+		return "unknown cause"
+	}
+	return err.Error()
+}
+
+// refuse answers a new connection with e instead of a greeting and closes it.
+func refuse(conn net.Conn, e *clientError) {
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	c := protocol.NewConn(conn)
+	sendError(c, e)
+}
+
+// sendError writes e to the client as an ERR packet. The error of the write itself is of no
+// use: the connection is usually closed next.
+func sendError(c *protocol.Conn, e *clientError) {
+	_ = c.WriteError(e.code, e.state, e.msg)
+}

@@ -1,0 +1,218 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+)
+
+// handshakeLimit bounds the packets of a client that has not authenticated yet.
+const handshakeLimit = 64 << 10
+
+// errAuthRefused reports that the backend refused the client's credentials; the client has
+// the backend's own error.
+var errAuthRefused = errors.New("backend refused authentication")
+
+// handshake relays the connection setup in passthrough mode: the client talks to the
+// primary's greeting and authentication through the proxy, which masks the capabilities it
+// does not relay, terminates the client's TLS with its own certificate and, if configured,
+// starts TLS of its own towards the backend.
+func (s *session) handshake() error {
+	cfg := &s.srv.cfg
+	m := s.srv.metrics
+	start := time.Now()
+	deadline := start.Add(cfg.Client.HandshakeTimeout)
+	ctx, cancel := context.WithDeadline(s.ctx, deadline)
+	defer cancel()
+	_ = s.client.SetDeadline(deadline)
+	s.client.SetLimit(handshakeLimit)
+
+	addr := cfg.Backends.Primary
+	s.backendAddr = addr
+	backend, g, err := s.connectBackend(ctx, addr, deadline)
+	if err != nil {
+		var ce *clientError
+		if errors.As(err, &ce) {
+			sendError(s.client, ce)
+		}
+		m.handshakeErrors.WithLabelValues("backend").Inc()
+		s.log.Warn("cannot open a backend connection for a client", "backend", addr, "err", err)
+		return err
+	}
+	if g == nil { // the backend refused the connection; its error was relayed
+		m.handshakeErrors.WithLabelValues("backend_refused").Inc()
+		return errAuthRefused
+	}
+
+	// Greeting, with the capabilities the relay can carry.
+	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.srv.clientTLS != nil)
+	backendOffersTLS := g.Capabilities&mysql.CLIENT_SSL != 0
+	g.SetCapabilities(advertised, advertisedMariaDB)
+	s.client.ResetSequence()
+	if err := s.client.WritePacket(g.Raw); err != nil {
+		return s.clientGone(err)
+	}
+
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return s.clientGone(err)
+	}
+	if protocol.IsSSLRequest(p) {
+		if s.srv.clientTLS == nil {
+			sendError(s.client, errTLSNotOffered())
+			m.handshakeErrors.WithLabelValues("tls").Inc()
+			return errors.New("client asked for TLS, which is not configured")
+		}
+		if err := s.client.UpgradeServer(ctx, s.srv.clientTLS); err != nil {
+			m.handshakeErrors.WithLabelValues("tls").Inc()
+			return err
+		}
+		if p, err = s.client.ReadPacket(); err != nil {
+			return s.clientGone(err)
+		}
+	} else if cfg.TLS.Required {
+		sendError(s.client, errTLSRequired())
+		m.handshakeErrors.WithLabelValues("tls_required").Inc()
+		return errors.New("client did not start TLS, which is required")
+	}
+	resp, err := protocol.ParseHandshakeResponse(p)
+	if err != nil {
+		sendError(s.client, errBadHandshake(err))
+		m.handshakeErrors.WithLabelValues("malformed").Inc()
+		s.log.Warn("bad handshake from client", "err", err)
+		return err
+	}
+
+	// The response goes on to the backend with the capabilities both sides agreed on.
+	caps := resp.Capabilities & advertised &^ mysql.CLIENT_SSL
+	mariadbCaps := resp.MariaDBCapabilities & advertisedMariaDB
+	tlsConfig, err := s.srv.backendTLS.forBackend(addr, backendOffersTLS)
+	if err != nil {
+		sendError(s.client, errBackendTLS(addr, err))
+		m.handshakeErrors.WithLabelValues("backend_tls").Inc()
+		return err
+	}
+	if tlsConfig != nil {
+		resp.SetCapabilities(caps|mysql.CLIENT_SSL, mariadbCaps)
+		if err := backend.WritePacket(resp.SSLRequest()); err != nil {
+			return s.backendFailed(addr, err)
+		}
+		if err := backend.UpgradeClient(ctx, tlsConfig); err != nil {
+			sendError(s.client, errBackendTLS(addr, err))
+			m.handshakeErrors.WithLabelValues("backend_tls").Inc()
+			m.backendDialErrs.WithLabelValues(addr).Inc()
+			return err
+		}
+	} else {
+		resp.SetCapabilities(caps, mariadbCaps)
+	}
+	if err := backend.WritePacket(resp.Raw); err != nil {
+		return s.backendFailed(addr, err)
+	}
+
+	s.relay = protocol.Relay{Client: s.client, Backend: backend, Capabilities: caps}
+	if err := s.relay.ForwardAuth(&s.res); err != nil {
+		if s.client.IOErr() != nil {
+			return s.clientGone(err)
+		}
+		return s.backendFailed(addr, err)
+	}
+	if s.res.Err != nil {
+		s.backendBroken = true // the backend closes the connection
+		m.handshakeErrors.WithLabelValues("auth").Inc()
+		s.log.Debug("authentication refused by the backend", "user", resp.User, "err", s.res.Err)
+		return errAuthRefused
+	}
+
+	s.user, s.schema, s.programName = resp.User, resp.Database, resp.Attribute("program_name")
+	s.autocommit = s.res.Status&mysql.SERVER_STATUS_AUTOCOMMIT != 0
+	s.inTxn = s.res.Status&mysql.SERVER_STATUS_IN_TRANS != 0
+	s.source = &dedicated{conn: backend}
+	_ = s.client.SetDeadline(time.Time{})
+	_ = backend.SetDeadline(time.Time{})
+	s.client.SetLimit(int(cfg.Client.MaxPacketSize))
+	s.countedIn, s.countedOut = s.client.BytesRead, s.client.BytesWritten
+	return nil
+}
+
+// connectBackend dials addr and reads its greeting within the connect timeout. When the
+// backend answers with an error instead of a greeting (too many connections, host
+// blocked), the error is relayed to the client and the greeting is nil.
+func (s *session) connectBackend(ctx context.Context, addr string, deadline time.Time) (*protocol.Conn, *protocol.Greeting, error) {
+	m := s.srv.metrics
+	timeout := s.srv.cfg.Backends.ConnectTimeout
+	connectBy := time.Now().Add(timeout)
+	if connectBy.After(deadline) {
+		connectBy = deadline
+	}
+	dctx, cancel := context.WithDeadline(ctx, connectBy)
+	defer cancel()
+	nc, err := dialBackend(dctx, addr, timeout)
+	if err != nil {
+		m.backendDialErrs.WithLabelValues(addr).Inc()
+		return nil, nil, errBackendUnreachable("primary", addr, err)
+	}
+	backend := protocol.NewConn(nc)
+	backend.SetLimit(handshakeLimit)
+	s.mu.Lock()
+	s.dedicatedConn = backend
+	s.mu.Unlock()
+	protocol.Pair(s.client, backend)
+	_ = backend.SetDeadline(connectBy)
+	p, err := backend.ReadPacket()
+	if err != nil {
+		s.backendBroken = true
+		m.backendDialErrs.WithLabelValues(addr).Inc()
+		return nil, nil, errBackendUnreachable("primary", addr, fmt.Errorf("no greeting: %w", err))
+	}
+	if len(p) > 0 && p[0] == mysql.ERR_HEADER {
+		s.backendBroken = true
+		m.backendDialErrs.WithLabelValues(addr).Inc()
+		s.client.ResetSequence()
+		if s.client.WritePacket(p) == nil {
+			_ = s.client.Flush()
+		}
+		if e, err := protocol.ParseError(p); err == nil {
+			s.log.Warn("backend refused the connection", "backend", addr, "err", e)
+		}
+		return backend, nil, nil
+	}
+	g, err := protocol.ParseGreeting(p)
+	if err != nil {
+		s.backendBroken = true
+		m.backendDialErrs.WithLabelValues(addr).Inc()
+		return nil, nil, errBackendUnreachable("primary", addr, err)
+	}
+	_ = backend.SetDeadline(deadline)
+	backend.SetLimit(0)
+	return backend, g, nil
+}
+
+// clientGone reports a client that failed or left during the handshake.
+func (s *session) clientGone(err error) error {
+	reason := "client_gone"
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		reason = "timeout"
+		s.log.Info("handshake timed out (client.handshake_timeout)", "err", err)
+	}
+	s.srv.metrics.handshakeErrors.WithLabelValues(reason).Inc()
+	s.backendBroken = true
+	return err
+}
+
+// backendFailed reports a backend that failed during the handshake.
+func (s *session) backendFailed(addr string, err error) error {
+	s.backendBroken = true
+	s.srv.metrics.handshakeErrors.WithLabelValues("backend").Inc()
+	s.srv.metrics.backendDialErrs.WithLabelValues(addr).Inc()
+	sendError(s.client, errBackendUnreachable("primary", addr, err))
+	s.log.Warn("backend failed during the handshake", "backend", addr, "err", err)
+	return err
+}

@@ -1,0 +1,224 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+)
+
+// Server accepts client connections and runs a session for each.
+type Server struct {
+	cfg        config.Config
+	log        *slog.Logger
+	metrics    *metrics
+	clientTLS  *tls.Config // nil: TLS is not offered to clients
+	backendTLS *backendTLS
+
+	nextID atomic.Uint64
+	open   atomic.Int64 // client connections open
+
+	// mu guards the fields below it.
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	sessions  map[*session]struct{}
+	draining  bool
+	// done is closed when the last session of a drain ends.
+	done chan struct{}
+
+	wg sync.WaitGroup // accept loops, sessions and the idle reaper
+
+	startReaper sync.Once
+	stopReaper  chan struct{}
+}
+
+// New returns a Server for cfg, which must have been validated. Metrics are registered
+// with reg.
+func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+	s := &Server{
+		cfg:        cfg,
+		log:        log,
+		metrics:    newMetrics(reg),
+		listeners:  map[net.Listener]struct{}{},
+		sessions:   map[*session]struct{}{},
+		stopReaper: make(chan struct{}),
+	}
+	if cfg.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		s.clientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	var err error
+	if s.backendTLS, err = newBackendTLS(cfg.Backends.TLS); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("proxy: server closed")
+
+// Serve accepts connections on ln until Shutdown, running a session for each. It always
+// returns a non-nil error; after Shutdown, ErrServerClosed.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	s.startReaper.Do(func() {
+		s.wg.Add(1)
+		go func() { // ends when Shutdown closes stopReaper
+			defer s.wg.Done()
+			s.reapIdle(s.stopReaper)
+		}()
+	})
+
+	var backoff time.Duration
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			draining := s.draining
+			s.mu.Unlock()
+			if draining {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) {
+				// Out of file descriptors or a passing failure: wait and retry, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "in", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		s.start(conn)
+	}
+}
+
+// start registers and runs a session for conn; the session's goroutine ends when the
+// connection closes.
+func (s *Server) start(conn net.Conn) {
+	s.metrics.connsTotal.Inc()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if limit := s.cfg.Client.MaxConnections; limit > 0 && s.open.Load() >= int64(limit) {
+		s.metrics.connsRefused.WithLabelValues("max_connections").Inc()
+		s.wg.Add(1)
+		go func() { // ends after one write, bounded by the deadline
+			defer s.wg.Done()
+			refuse(conn, errTooManyConnections(limit))
+		}()
+		return
+	}
+	sess := newSession(s, s.nextID.Add(1), conn)
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
+	s.sessions[sess] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.open.Add(1)
+	s.metrics.connsOpen.Inc()
+	go func() { // ends when the session ends
+		defer s.wg.Done()
+		sess.run()
+		s.open.Add(-1)
+		s.metrics.connsOpen.Dec()
+		s.mu.Lock()
+		delete(s.sessions, sess)
+		if s.draining && len(s.sessions) == 0 && s.done != nil {
+			close(s.done)
+			s.done = nil
+		}
+		s.mu.Unlock()
+	}()
+}
+
+// Shutdown stops accepting, lets sessions finish the statement or transaction they are in
+// (idle sessions are closed at once), and when ctx ends closes what remains. It returns
+// when every session has ended.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining {
+		close(s.stopReaper)
+	}
+	s.draining = true
+	for ln := range s.listeners {
+		_ = ln.Close()
+	}
+	done := make(chan struct{})
+	if len(s.sessions) == 0 {
+		close(done)
+	} else {
+		s.done = done
+	}
+	for sess := range s.sessions {
+		sess.drain()
+	}
+	s.mu.Unlock()
+
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("drain timeout: closing %d connections: %w", s.Open(), ctx.Err())
+		s.mu.Lock()
+		for sess := range s.sessions {
+			sess.kill()
+		}
+		s.mu.Unlock()
+	}
+	s.wg.Wait()
+	return err
+}
+
+// Open returns the number of client connections open.
+func (s *Server) Open() int { return int(s.open.Load()) }
+
+// reapIdle closes connections idle for longer than the idle timeout, checking every tenth of
+// it (at most every second), until stop is closed.
+func (s *Server) reapIdle(stop <-chan struct{}) {
+	timeout := s.cfg.Client.IdleTimeout
+	if timeout <= 0 {
+		return
+	}
+	t := time.NewTicker(min(timeout/10, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			cutoff := now.Add(-timeout)
+			s.mu.Lock()
+			for sess := range s.sessions {
+				sess.reapIfIdle(cutoff, timeout)
+			}
+			s.mu.Unlock()
+		}
+	}
+}

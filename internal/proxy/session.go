@@ -1,0 +1,360 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+)
+
+// session serves one client connection.
+type session struct {
+	id  uint64
+	srv *Server
+	log *slog.Logger
+	// ctx ends when the session is killed.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	client *protocol.Conn
+	// source hands out the backend connection for each unit; backend is the one of the
+	// open unit, nil between units.
+	source      backendSource
+	backend     *protocol.Conn
+	backendAddr string
+	// dedicatedConn is the passthrough backend, closed when the session ends.
+	dedicatedConn *protocol.Conn
+	// backendBroken is set when the backend connection failed or was left in the middle of
+	// an exchange: it must not be reused or sent anything more.
+	backendBroken bool
+
+	relay protocol.Relay
+	cmd   protocol.Command
+	res   protocol.Response
+
+	// Protocol state, owned by the session's goroutine.
+	user        string
+	schema      string
+	programName string
+	inTxn       bool
+	autocommit  bool
+	stmts       map[uint32]struct{} // prepared statement ids
+	unit        unit
+
+	// Bytes already added to the metrics.
+	countedIn, countedOut uint64
+
+	// mu guards the fields below it: the interplay with the server's drain and idle reaper.
+	mu sync.Mutex
+	// idle is set while the session waits for the client's next command; idleInTxn says
+	// whether it waits inside a transaction; idleSince is when it started waiting.
+	idle      bool
+	idleInTxn bool
+	idleSince time.Time
+	// draining is set when the server shuts down.
+	draining bool
+	// interrupted says why the wait for a command was cut short, or is empty.
+	interrupted string
+}
+
+// unit is the open unit of work: an autocommit statement, or a transaction from its first
+// statement to its end.
+type unit struct {
+	open bool
+	// busy is the backend busy time of the unit so far: from sending each command to the
+	// last packet of its response, summed.
+	busy time.Duration
+	// commands counts the commands sent in the unit.
+	commands int
+	// txn tells that the unit became a transaction.
+	txn bool
+}
+
+func newSession(srv *Server, id uint64, conn net.Conn) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &session{
+		id:     id,
+		srv:    srv,
+		log:    srv.log.With("conn", id, "client", conn.RemoteAddr().String()),
+		ctx:    ctx,
+		cancel: cancel,
+		client: protocol.NewConn(conn),
+		stmts:  map[uint32]struct{}{},
+	}
+}
+
+func (s *session) run() {
+	defer s.close()
+	if err := s.handshake(); err != nil {
+		s.log.Debug("handshake failed", "err", err)
+		return
+	}
+	s.log.Debug("session started", "user", s.user, "schema", s.schema, "backend", s.backendAddr)
+	for s.awaitCommand() {
+		if !s.dispatch() {
+			return
+		}
+	}
+}
+
+// awaitCommand reads the next command, or says why the session ends.
+func (s *session) awaitCommand() bool {
+	s.client.Trim()
+	s.mu.Lock()
+	if s.draining && !s.inTxn {
+		s.mu.Unlock()
+		s.log.Debug("closing for shutdown")
+		return false
+	}
+	s.idle, s.idleInTxn, s.idleSince = true, s.inTxn, time.Now()
+	s.mu.Unlock()
+
+	err := s.client.ReadCommand(&s.cmd)
+
+	s.mu.Lock()
+	s.idle = false
+	reason := s.interrupted
+	s.interrupted = ""
+	s.mu.Unlock()
+	if reason != "" {
+		// The wait was cut short by a deadline in the past; lift it if the command came
+		// in anyway.
+		_ = s.client.SetReadDeadline(time.Time{})
+	}
+	if err == nil {
+		return true
+	}
+	switch {
+	case reason != "" && errors.Is(err, os.ErrDeadlineExceeded):
+		s.log.Info("closing connection", "reason", reason)
+	case errors.Is(err, protocol.ErrPacketTooLarge):
+		s.protocolError("packet_too_large", err)
+		sendError(s.client, errPacketTooLarge(int(s.srv.cfg.Client.MaxPacketSize)))
+	case errors.Is(err, protocol.ErrMalformed):
+		s.protocolError("malformed", err)
+		sendError(s.client, errMalformedPacket(err))
+	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+		s.log.Debug("client disconnected without COM_QUIT")
+	default:
+		s.log.Debug("client read failed", "err", err)
+	}
+	return false
+}
+
+// interrupt cuts short a wait for a command, for reason. Called with s.mu held.
+func (s *session) interruptLocked(reason string) {
+	s.interrupted = reason
+	_ = s.client.SetReadDeadline(time.Unix(1, 0))
+}
+
+// drain marks the session for shutdown and ends it at once if it idles outside a
+// transaction. The others end when their transaction does.
+func (s *session) drain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draining = true
+	if s.idle && !s.idleInTxn {
+		s.interruptLocked("server shutting down")
+	}
+}
+
+// reapIfIdle ends the session if it has waited for a command since before cutoff.
+func (s *session) reapIfIdle(cutoff time.Time, timeout time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle && s.interrupted == "" && s.idleSince.Before(cutoff) {
+		s.interruptLocked("idle for longer than client.idle_timeout (" + timeout.String() + ")")
+	}
+}
+
+// kill closes the session's connections from outside, after the drain timeout.
+func (s *session) kill() {
+	s.cancel()
+	_ = s.client.NetConn().Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.interrupted = "drain timeout reached"
+	if s.dedicatedConn != nil {
+		// The session's goroutine may be using it; closing is safe from any goroutine.
+		_ = s.dedicatedConn.NetConn().Close()
+	}
+}
+
+// close ends the session: a clean COM_QUIT to a backend that is between commands, then
+// both connections closed.
+func (s *session) close() {
+	s.mu.Lock()
+	b := s.dedicatedConn
+	s.mu.Unlock()
+	if b != nil {
+		if !s.backendBroken {
+			_ = b.SetWriteDeadline(time.Now().Add(time.Second))
+			b.ResetSequence()
+			if b.WritePacket([]byte{mysql.COM_QUIT}) == nil {
+				_ = b.Flush()
+			}
+		}
+		_ = b.Close()
+	}
+	_ = s.client.Close()
+	s.countBytes()
+	s.cancel()
+}
+
+// dispatch runs one command. It returns false when the session must end.
+func (s *session) dispatch() bool {
+	cmd := s.cmd.Byte()
+	m := s.srv.metrics
+	m.commands[cmd].Inc()
+	if protocol.ShapeOf(cmd) == protocol.ShapeUnsupported {
+		if !s.cmd.Complete() {
+			s.protocolError("unsupported_command", errUnsupportedCommand(cmd))
+			return false
+		}
+		sendError(s.client, errUnsupportedCommand(cmd))
+		return true
+	}
+	if !s.unit.open {
+		if !s.beginUnit() {
+			return false
+		}
+	}
+	written := s.client.Written()
+	start := time.Now()
+	err := s.client.ForwardCommand(&s.cmd, s.backend)
+	if err == nil {
+		err = s.relay.ForwardResponse(cmd, &s.res)
+	}
+	elapsed := time.Since(start)
+	if err != nil {
+		s.fail(cmd, err, written)
+		return false
+	}
+	s.countBytes()
+	if cmd == mysql.COM_QUIT {
+		return false
+	}
+	if protocol.ShapeOf(cmd) != protocol.ShapeNone {
+		m.statementSeconds[cmd].Observe(elapsed.Seconds())
+	}
+	s.unit.busy += elapsed
+	s.unit.commands++
+	s.update(cmd)
+	if s.inTxn {
+		s.unit.txn = true
+	} else {
+		s.endUnit()
+	}
+	return true
+}
+
+// beginUnit obtains the backend connection for a new unit.
+func (s *session) beginUnit() bool {
+	b, err := s.source.acquire(s.ctx)
+	if err != nil {
+		s.log.Warn("no backend connection for unit", "err", err)
+		return false
+	}
+	s.backend = b
+	protocol.Pair(s.client, b)
+	s.relay.Backend = b
+	s.unit = unit{open: true}
+	return true
+}
+
+// endUnit closes the open unit and gives its backend connection back.
+func (s *session) endUnit() {
+	m := s.srv.metrics
+	if s.unit.txn {
+		m.transactions.Inc()
+	} else {
+		m.statements.Inc()
+	}
+	m.unitBusySeconds.Observe(s.unit.busy.Seconds())
+	s.backend.Trim()
+	s.source.release(s.backend)
+	s.backend = nil
+	s.unit = unit{}
+}
+
+// update applies what the response said to the session state.
+func (s *session) update(cmd byte) {
+	res := &s.res
+	if res.HasStatus {
+		s.inTxn = res.Status&mysql.SERVER_STATUS_IN_TRANS != 0
+		s.autocommit = res.Status&mysql.SERVER_STATUS_AUTOCOMMIT != 0
+	}
+	if res.SchemaChanged && string(res.Schema) != s.schema {
+		s.schema = string(res.Schema)
+	}
+	if res.Err != nil {
+		return
+	}
+	switch cmd {
+	case mysql.COM_INIT_DB:
+		if s.cmd.Complete() {
+			s.schema = string(s.cmd.Text())
+		}
+	case mysql.COM_STMT_PREPARE:
+		s.stmts[res.StmtID] = struct{}{}
+	case mysql.COM_STMT_CLOSE:
+		if p := s.cmd.Payload; len(p) >= 5 {
+			delete(s.stmts, binary.LittleEndian.Uint32(p[1:]))
+		}
+	case mysql.COM_RESET_CONNECTION:
+		clear(s.stmts)
+	case mysql.COM_CHANGE_USER:
+		clear(s.stmts)
+		if cu, err := protocol.ParseChangeUser(s.cmd.Payload, s.relay.Capabilities); err == nil {
+			s.user, s.schema = cu.User, cu.Database
+		}
+	}
+}
+
+// fail handles a command that broke the exchange: it tells the client what it can and
+// leaves the session to end.
+func (s *session) fail(cmd byte, err error, written uint64) {
+	s.backendBroken = true // it is in the middle of an exchange
+	switch {
+	case errors.Is(err, protocol.ErrPacketTooLarge):
+		s.protocolError("packet_too_large", err)
+		sendError(s.client, errPacketTooLarge(int(s.srv.cfg.Client.MaxPacketSize)))
+	case s.client.IOErr() != nil:
+		s.log.Debug("client connection lost during a command", "command", protocol.CommandName(cmd), "err", err)
+	default:
+		s.srv.metrics.backendLost.Inc()
+		s.log.Warn("backend connection lost during a command; closing the client connection",
+			"command", protocol.CommandName(cmd), "backend", s.backendAddr, "err", err)
+		if s.client.Written() == written {
+			// Nothing of the response reached the client: it can be told why.
+			sendError(s.client, errBackendLost(s.backendAddr, err))
+		}
+	}
+}
+
+func (s *session) protocolError(reason string, err error) {
+	s.srv.metrics.protocolErrors.WithLabelValues(reason).Inc()
+	s.log.Warn("closing client connection: protocol error", "reason", reason, "err", err)
+}
+
+// countBytes adds the bytes relayed since the last call to the metrics.
+func (s *session) countBytes() {
+	m := s.srv.metrics
+	if in := s.client.BytesRead; in > s.countedIn {
+		m.clientBytesIn.Add(float64(in - s.countedIn))
+		s.countedIn = in
+	}
+	if out := s.client.BytesWritten; out > s.countedOut {
+		m.clientBytesOut.Add(float64(out - s.countedOut))
+		s.countedOut = out
+	}
+}
