@@ -60,9 +60,9 @@ type Conn struct {
 	ioErr error
 }
 
-// NewConn wraps c.
+// NewConn wraps c. Sockets get their reads and writes through rawConn.
 func NewConn(c net.Conn) *Conn {
-	cc := &Conn{netConn: c}
+	cc := &Conn{netConn: newRawConn(c)}
 	cc.r = bufio.NewReaderSize(readCounter{cc}, readBufferSize)
 	cc.w = bufio.NewWriterSize(writeCounter{cc}, writeBufferSize)
 	return cc
