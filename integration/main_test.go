@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -241,6 +240,3 @@ func metricValue(t *testing.T, p *testProxy, name string, labels map[string]stri
 	}
 	return 0
 }
-
-// discard drains r.
-func discard(r io.Reader) { _, _ = io.Copy(io.Discard, r) }
