@@ -85,13 +85,18 @@ func Load(src Sources) (Config, error) {
 		}
 	}
 	var lines map[string]int
+	var errs []error
 	if src.File != "" {
 		data, err := os.ReadFile(src.File)
 		if err != nil {
 			return Config{}, fmt.Errorf("config: %w", err)
 		}
-		if lines, err = checkKeys(data, fs); err != nil {
+		lines, err = checkKeys(data, fs)
+		switch {
+		case lines == nil: // not YAML
 			return Config{}, fmt.Errorf("config %s: %w", src.File, err)
+		case err != nil:
+			errs = append(errs, err) // unknown keys: reported with the bad values below
 		}
 		v.SetConfigType("yaml")
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
@@ -108,18 +113,21 @@ func Load(src Sources) (Config, error) {
 
 	cfg := Default()
 	out := reflect.ValueOf(&cfg).Elem()
-	var errs []error
+	decoded := true
 	for _, f := range fs {
 		dst := out.FieldByIndex(f.index)
 		if err := decodeValue(v.Get(f.key), dst); err != nil {
 			errs = append(errs, keyError(f.key, lines, err))
+			decoded = false
+		}
+	}
+	if decoded {
+		if err := cfg.Validate(); err != nil {
+			errs = append(errs, annotateLines(err, lines))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, withFile(src.File, err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return Config{}, withFile(src.File, annotateLines(err, lines))
 	}
 	return cfg, nil
 }
