@@ -19,6 +19,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/sdnotify"
@@ -84,6 +85,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}, func() float64 { return 1 }),
 	)
 
+	costs, err := newCostTable(cfg.Estimator)
+	if err != nil {
+		return err
+	}
+	state := stateFile(cfg.Estimator)
+	loadEstimates(costs, state, log)
+	reg.MustRegister(estimator.NewCollector(costs, cfg.Estimator.MetricsTopTypes))
+
 	srv, err := proxy.New(cfg, log, reg)
 	if err != nil {
 		return err
@@ -112,7 +121,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			}
 			return primary.Check(ctx)
 		})
-		adminSrv = &http.Server{Handler: admin.Handler(reg, ready), ReadHeaderTimeout: 10 * time.Second}
+		handler := admin.Handler(admin.Sources{
+			Gatherer: reg,
+			Ready:    ready,
+			Types:    typesSource{table: costs, cfg: cfg.Estimator, typeKey: cfg.Classify.TypeKey},
+			Queue:    admissionOff{},
+		})
+		adminSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		go func() { // ends when adminSrv is shut down
 			if err := adminSrv.Serve(aln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("admin listener failed", "err", err)
@@ -128,6 +143,21 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		log.Warn("cannot notify systemd", "err", err)
 	}
 
+	var saveTick <-chan time.Time
+	if state != "" && cfg.Estimator.SaveInterval > 0 {
+		t := time.NewTicker(cfg.Estimator.SaveInterval)
+		defer t.Stop()
+		saveTick = t.C
+	}
+	save := func() {
+		if state == "" {
+			return
+		}
+		if err := saveEstimates(costs, state); err != nil {
+			log.Warn("cannot save estimates", "file", state, "err", err)
+		}
+	}
+
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -140,6 +170,8 @@ loop:
 			break loop
 		case <-hup:
 			log.Warn("SIGHUP received: configuration reload is not supported yet; restart to apply changes")
+		case <-saveTick:
+			save()
 		case err := <-serveErr:
 			runErr = fmt.Errorf("accept: %w", err)
 			break loop
@@ -159,6 +191,7 @@ loop:
 		defer scancel()
 		_ = adminSrv.Shutdown(sctx)
 	}
+	save()
 	log.Info("stopped")
 	return runErr
 }

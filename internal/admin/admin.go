@@ -5,6 +5,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -23,14 +24,39 @@ type CheckFunc func(ctx context.Context) error
 // Check calls f.
 func (f CheckFunc) Check(ctx context.Context) error { return f(ctx) }
 
+// Types is the source of GET /api/v1/types and of its reset.
+type Types interface {
+	// Types returns the current statistics of every request type.
+	Types() TypesResponse
+	// ResetTypes forgets every estimate: each type starts again from the default cost.
+	ResetTypes()
+}
+
+// Queue is the source of GET /api/v1/queue.
+type Queue interface {
+	Queue() QueueResponse
+}
+
+// Sources are what the handler reports on. Gatherer and Ready are required; without Types
+// or Queue their endpoints answer 404.
+type Sources struct {
+	Gatherer prometheus.Gatherer
+	Ready    Checker
+	Types    Types
+	Queue    Queue
+}
+
 // Handler returns the admin HTTP handler:
 //
-//	/metrics  Prometheus metrics from g
-//	/healthz  200 while the process runs
-//	/readyz   200 when ready says so, else 503 with the reason
-func Handler(g prometheus.Gatherer, ready Checker) http.Handler {
+//	GET  /metrics                Prometheus metrics
+//	GET  /healthz                200 while the process runs
+//	GET  /readyz                 200 when ready, else 503 with the reason
+//	GET  /api/v1/types           request types and their estimated costs (TypesResponse)
+//	POST /api/v1/types/reset     forget every estimate
+//	GET  /api/v1/queue           the admission queue (QueueResponse)
+func Handler(src Sources) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(src.Gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -39,12 +65,33 @@ func Handler(g prometheus.Gatherer, ready Checker) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := ready.Check(ctx); err != nil {
+		if err := src.Ready.Check(ctx); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	if src.Types != nil {
+		mux.HandleFunc("GET /api/v1/types", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, src.Types.Types())
+		})
+		mux.HandleFunc("POST /api/v1/types/reset", func(w http.ResponseWriter, r *http.Request) {
+			src.Types.ResetTypes()
+			writeJSON(w, map[string]string{"status": "reset"})
+		})
+	}
+	if src.Queue != nil {
+		mux.HandleFunc("GET /api/v1/queue", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, src.Queue.Queue())
+		})
+	}
 	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away: nothing to do
 }

@@ -21,6 +21,7 @@ type Config struct {
 	Shutdown  Shutdown  `mapstructure:"shutdown"`
 	Admission Admission `mapstructure:"admission"`
 	Classify  Classify  `mapstructure:"classify"`
+	Estimator Estimator `mapstructure:"estimator"`
 	Log       Log       `mapstructure:"log"`
 }
 
@@ -131,6 +132,31 @@ type Classify struct {
 	TypeKey string `mapstructure:"type_key"`
 }
 
+// Estimator configures how the cost of each request type is learned and kept.
+type Estimator struct {
+	// Weight is the weight of a new measurement in the moving average, in (0, 1]. Default
+	// 0.1: after a step change the estimate is within 10% of the new cost after 22 units.
+	Weight float64 `mapstructure:"weight"`
+	// Window, when set (1s to 1h), makes the estimate the mean of the units of the last
+	// Window instead of the moving average. Default 0: the moving average.
+	Window time.Duration `mapstructure:"window"`
+	// MaxTypes bounds the request types tracked; the least used of the rest share one
+	// "other" type. Default 1000.
+	MaxTypes int `mapstructure:"max_types"`
+	// DefaultCost is the estimate of a type never seen. Default 10ms.
+	DefaultCost time.Duration `mapstructure:"default_cost"`
+	// StateFile is where estimates are saved on shutdown (and every SaveInterval) and loaded
+	// from on start. Default empty: $STATE_DIRECTORY/estimates.json when systemd sets
+	// STATE_DIRECTORY, else estimates are not kept across restarts.
+	StateFile string `mapstructure:"state_file"`
+	// SaveInterval is how often the estimates are saved while running; 0 means only on
+	// shutdown. Default 5m.
+	SaveInterval time.Duration `mapstructure:"save_interval"`
+	// MetricsTopTypes is how many types, by share of load, get their own Prometheus series.
+	// Default 20.
+	MetricsTopTypes int `mapstructure:"metrics_top_types"`
+}
+
 // Log configures logging.
 type Log struct {
 	// Level is debug, info (default), warn or error.
@@ -163,6 +189,13 @@ func Default() Config {
 			MaxQueue:     10000,
 		},
 		Classify: Classify{TypeKey: "digest"},
-		Log:      Log{Level: "info", Format: "text"},
+		Estimator: Estimator{
+			Weight:          0.1,
+			MaxTypes:        1000,
+			DefaultCost:     10 * time.Millisecond,
+			SaveInterval:    5 * time.Minute,
+			MetricsTopTypes: 20,
+		},
+		Log: Log{Level: "info", Format: "text"},
 	}
 }

@@ -147,6 +147,17 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"tls.cert_file", "go together"},
 		},
 		{
+			name: "estimator bounds",
+			yaml: "estimator:\n  weight: 1.5\n  window: 10m\n  max_types: 0\n  default_cost: -1ms\n  state_file: /nonexistent/dir/estimates.json\n",
+			want: []string{"estimator.weight", "estimator.max_types", "estimator.default_cost",
+				`estimator.state_file: directory "/nonexistent/dir" does not exist`},
+		},
+		{
+			name: "estimator window too short",
+			yaml: "estimator:\n  window: 500ms\n",
+			want: []string{"estimator.window", "between 1s and 1h"},
+		},
+		{
 			name: "yaml syntax",
 			yaml: "listen: [\n",
 			want: []string{"yaml"},

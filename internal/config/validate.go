@@ -7,9 +7,11 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // KeyError is a bad value for one key.
@@ -122,6 +124,30 @@ func (c *Config) Validate() error {
 		bad("admission.max_queue", "must be positive, such as 10000")
 	}
 	oneOf("classify.type_key", c.Classify.TypeKey, TypeKeys...)
+	e := c.Estimator
+	if !(e.Weight > 0 && e.Weight <= 1) {
+		bad("estimator.weight", "must be in (0, 1], such as 0.1")
+	}
+	if e.Window != 0 && (e.Window < time.Second || e.Window > time.Hour) {
+		bad("estimator.window", "must be 0 (moving average) or between 1s and 1h")
+	}
+	if e.MaxTypes < 1 || e.MaxTypes > 100000 {
+		bad("estimator.max_types", "must be between 1 and 100000, such as 1000")
+	}
+	if e.DefaultCost <= 0 {
+		bad("estimator.default_cost", "must be positive, such as 10ms")
+	}
+	if e.StateFile != "" {
+		if fi, err := os.Stat(filepath.Dir(e.StateFile)); err != nil || !fi.IsDir() {
+			bad("estimator.state_file", "directory %q does not exist", filepath.Dir(e.StateFile))
+		}
+	}
+	if e.SaveInterval < 0 {
+		bad("estimator.save_interval", "must be 0 (only on shutdown) or positive, such as 5m")
+	}
+	if e.MetricsTopTypes < 0 || e.MetricsTopTypes > 1000 {
+		bad("estimator.metrics_top_types", "must be between 0 and 1000, such as 20")
+	}
 	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	oneOf("log.format", c.Log.Format, "text", "json")
 	return errors.Join(errs...)

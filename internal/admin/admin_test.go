@@ -1,0 +1,86 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type fakeTypes struct {
+	resp   TypesResponse
+	resets int
+}
+
+func (f *fakeTypes) Types() TypesResponse { return f.resp }
+func (f *fakeTypes) ResetTypes()          { f.resets++ }
+
+type fakeQueue struct{ resp QueueResponse }
+
+func (f fakeQueue) Queue() QueueResponse { return f.resp }
+
+func get(t *testing.T, h http.Handler, method, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	body, err := io.ReadAll(rec.Result().Body)
+	require.NoError(t, err)
+	return rec.Code, string(body)
+}
+
+func TestTypesEndpoint(t *testing.T) {
+	when := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	types := &fakeTypes{resp: TypesResponse{
+		Time: when, TypeKey: "digest", Tracked: 1, MaxTypes: 1000, DefaultCostMS: 10,
+		Types: []TypeStats{{Type: "00000000000000ab", Sample: "SELECT c FROM sbtest1 WHERE id = ?",
+			Count: 7, Rate: 2.5, MeanMS: 0.12, P95MS: 0.2, P99MS: 0.3, Share: 1, LastUpdate: &when}},
+	}}
+	h := Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: CheckFunc(func(context.Context) error { return nil }), Types: types})
+
+	code, body := get(t, h, http.MethodGet, "/api/v1/types")
+	require.Equal(t, http.StatusOK, code)
+	var got TypesResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	assert.Equal(t, types.resp.Types[0].Sample, got.Types[0].Sample)
+	assert.Equal(t, 0.12, got.Types[0].MeanMS)
+	assert.Contains(t, body, `"mean_ms": 0.12`, "field names are an interface")
+
+	code, _ = get(t, h, http.MethodGet, "/api/v1/types/reset")
+	assert.Equal(t, http.StatusMethodNotAllowed, code, "a reset must not happen on a GET")
+	assert.Equal(t, 0, types.resets)
+	code, _ = get(t, h, http.MethodPost, "/api/v1/types/reset")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 1, types.resets)
+
+	code, _ = get(t, h, http.MethodGet, "/api/v1/queue")
+	assert.Equal(t, http.StatusNotFound, code, "no queue source, no endpoint")
+}
+
+func TestQueueAndReadiness(t *testing.T) {
+	ready := errors.New("primary 127.0.0.1:1 unreachable")
+	h := Handler(Sources{
+		Gatherer: prometheus.NewRegistry(),
+		Ready:    CheckFunc(func(context.Context) error { return ready }),
+		Queue:    fakeQueue{QueueResponse{Enabled: false}},
+	})
+	code, body := get(t, h, http.MethodGet, "/api/v1/queue")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `"enabled": false`)
+
+	code, body = get(t, h, http.MethodGet, "/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.True(t, strings.HasPrefix(body, "not ready: primary 127.0.0.1:1 unreachable"), body)
+
+	code, body = get(t, h, http.MethodGet, "/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok\n", body)
+}

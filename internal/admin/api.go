@@ -1,0 +1,68 @@
+package admin
+
+import "time"
+
+// The JSON documents of the /api/v1 endpoints. `gatekeeper top` decodes the same types, so
+// a field added here reaches both sides; a field is never renamed (scripts read them).
+
+// TypesResponse is the body of GET /api/v1/types.
+type TypesResponse struct {
+	// Time is when the snapshot was taken, by the proxy's clock.
+	Time time.Time `json:"time"`
+	// TypeKey is what groups statements into types: classify.type_key.
+	TypeKey string `json:"type_key"`
+	// Types holds every tracked type and, when it has samples, the "other" bucket of the
+	// types the bounded table does not track; sorted by share of load, descending.
+	Types []TypeStats `json:"types"`
+	// Tracked is the number of types in the table and MaxTypes its bound.
+	Tracked  int `json:"tracked"`
+	MaxTypes int `json:"max_types"`
+	// Evictions counts the types pushed out to the other bucket since start.
+	Evictions uint64 `json:"evictions"`
+	// DefaultCostMS is the estimate of a type never seen.
+	DefaultCostMS float64 `json:"default_cost_ms"`
+}
+
+// TypeStats describes one request type. Durations are in milliseconds.
+type TypeStats struct {
+	// Type is the type's key as 16 hexadecimal digits, or "other".
+	Type string `json:"type"`
+	// Sample is a normalized statement (or the tag, user, schema or program name) of the
+	// type, cut to 1 KiB; empty for the other bucket.
+	Sample string `json:"sample"`
+	// Count is the number of units measured since the type was added or loaded.
+	Count uint64 `json:"count"`
+	// Rate is units per second over the recent horizon.
+	Rate float64 `json:"rate"`
+	// MeanMS is the current estimate: what admission charges the next unit of the type.
+	MeanMS float64 `json:"mean_ms"`
+	// P50MS, P95MS and P99MS are percentiles of the recent horizon; 0 without recent units.
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	P99MS float64 `json:"p99_ms"`
+	// Share is the type's fraction (0 to 1) of the backend busy time of the recent horizon.
+	Share float64 `json:"share"`
+	// LastUpdate is when the latest unit of the type ended; absent if never.
+	LastUpdate *time.Time `json:"last_update,omitempty"`
+}
+
+// QueueResponse is the body of GET /api/v1/queue.
+type QueueResponse struct {
+	Time time.Time `json:"time"`
+	// Enabled says whether admission control runs; when false, the other fields are zero.
+	Enabled bool `json:"enabled"`
+	// Discipline is fifo or sjf.
+	Discipline string `json:"discipline,omitempty"`
+	// Queued is the number of units waiting for admission.
+	Queued int `json:"queued"`
+	// InFlight is the number of admitted units running now.
+	InFlight int `json:"in_flight"`
+	// LoadMS is the estimated work of the running units and CapacityMS the capacity they
+	// are admitted against.
+	LoadMS     float64 `json:"load_ms"`
+	CapacityMS float64 `json:"capacity_ms"`
+	// Admitted, Rejected and TimedOut count units since start.
+	Admitted uint64 `json:"admitted"`
+	Rejected uint64 `json:"rejected"`
+	TimedOut uint64 `json:"timed_out"`
+}
