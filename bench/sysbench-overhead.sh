@@ -91,7 +91,13 @@ for w in $WORKLOADS; do
 			order=$SIDES
 			[ $((r % 2)) -eq 0 ] && order=$(echo "$SIDES" | tr ' ' '\n' | tac | tr '\n' ' ')
 			for side in $order; do
-				out=$(sb "$w" "${side#*:}" "$th" "$TIME" run)
+				# A run that fails (a refused connection, say) is shown and tried once more,
+				# so one hiccup does not throw away the rounds already measured.
+				if ! out=$(sb "$w" "${side#*:}" "$th" "$TIME" run 2>&1); then
+					echo "$w threads=$th round=$r ${side%%:*}: sysbench failed; retrying once:" >&2
+					tail -n 5 <<<"$out" >&2
+					out=$(sb "$w" "${side#*:}" "$th" "$TIME" run 2>&1) || { tail -n 20 <<<"$out" >&2; exit 1; }
+				fi
 				qps=$(awk '/queries:/ {gsub(/\(/,"",$3); print $3}' <<<"$out")
 				avg=$(awk '/avg:/ {print $2}' <<<"$out")
 				p95=$(awk '/95th percentile:/ {print $3}' <<<"$out")
