@@ -61,7 +61,7 @@ bin/gatekeeper serve --primary "$GK_PRIMARY" --listen 127.0.0.1:$PROXY_PORT --ad
 PIDS+=($!)
 if [ "$SOCAT" = yes ]; then
 	SOCAT_PORT=$(free_port)
-	socat TCP-LISTEN:$SOCAT_PORT,bind=127.0.0.1,fork,reuseaddr,nodelay TCP:$GK_PRIMARY,nodelay &
+	socat TCP-LISTEN:$SOCAT_PORT,bind=127.0.0.1,fork,reuseaddr,nodelay,backlog=4096 TCP:$GK_PRIMARY,nodelay &
 	PIDS+=($!)
 fi
 for _ in $(seq 1 50); do
@@ -84,8 +84,9 @@ RAW=$WORK/raw.tsv
 : >"$RAW"
 for w in $WORKLOADS; do
 	for th in $THREADS; do
-		for side in $SIDES; do # warm up each path
-			sb "$w" "${side#*:}" "$th" 3 run >/dev/null
+		for side in $SIDES; do # warm up each path; a failed warm-up is shown, not fatal
+			sb "$w" "${side#*:}" "$th" 3 run >"$WORK/warmup.log" 2>&1 ||
+				{ echo "$w threads=$th ${side%%:*}: warm-up failed:" >&2; tail -n 5 "$WORK/warmup.log" >&2; }
 		done
 		for r in $(seq 1 "$ROUNDS"); do
 			order=$SIDES
