@@ -1,0 +1,1139 @@
+package classify
+
+import (
+	"bytes"
+	"strings"
+)
+
+// Kind is what a statement does, as far as admission and routing care.
+type Kind uint8
+
+const (
+	// Other is a statement that reads no table data and changes no state the others
+	// track: SHOW, EXPLAIN, DO, HELP, KILL, FLUSH and the like, or an empty text.
+	Other Kind = iota
+	// Read only reads tables: SELECT, TABLE, VALUES.
+	Read
+	// Write changes table data, or may: INSERT, UPDATE, DELETE, REPLACE, LOAD DATA, CALL,
+	// SELECT … INTO, sequence functions, and everything the classifier is unsure of.
+	Write
+	// LockingRead reads with row locks: FOR UPDATE, FOR SHARE, LOCK IN SHARE MODE.
+	LockingRead
+	// Transaction is transaction control: BEGIN, START TRANSACTION, COMMIT, ROLLBACK,
+	// SAVEPOINT, XA.
+	Transaction
+	// Session changes or reads state that lives in the connection: SET, USE, PREPARE,
+	// EXECUTE, LOCK/UNLOCK TABLES, temporary tables, user variables, GET_LOCK and friends,
+	// LAST_INSERT_ID().
+	Session
+	// DDL changes the schema or privileges: CREATE, ALTER, DROP, RENAME, TRUNCATE, GRANT.
+	DDL
+	// NumKinds is the number of kinds.
+	NumKinds
+)
+
+var kindNames = [NumKinds]string{"other", "read", "write", "locking_read", "transaction", "session", "ddl"}
+
+func (k Kind) String() string {
+	if k < NumKinds {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Table names a table as the statement wrote it, without quotes. Schema is empty when the
+// statement did not qualify the name.
+type Table struct {
+	Schema, Name []byte
+}
+
+func (t Table) String() string {
+	if len(t.Schema) == 0 {
+		return string(t.Name)
+	}
+	return string(t.Schema) + "." + string(t.Name)
+}
+
+// Result is what the classifier found in one statement. It and the slices in it are valid
+// until the next Classify on the same Classifier, and only while the statement text is not
+// changed: names and the tag may point into it.
+type Result struct {
+	// Digest is the normalized text: literals as ?, IN lists and VALUES rows collapsed to
+	// (...), keywords in upper case, one space between tokens, comments dropped.
+	Digest []byte
+	// Hash is Hash(Digest).
+	Hash uint64
+	Kind Kind
+	// Unsure tells that the classifier could not tell what the statement does; Kind is
+	// then Write (unless the statement was DDL or session state) and UnknownTables is set.
+	Unsure bool
+	// UnknownTables tells that the statement may touch tables not listed in Read and
+	// Written: CALL, EXECUTE, DDL on other objects, or more tables than are tracked.
+	UnknownTables bool
+	Read          []Table
+	Written       []Table
+	// Tag is NAME from a leading /* gk:type=NAME */ comment, or nil.
+	Tag []byte
+	// TxnStart and TxnEnd tell that the statement starts or ends a transaction explicitly
+	// (COMMIT AND CHAIN does both).
+	TxnStart, TxnEnd bool
+	// SideEffects tells of a function with effects beyond its result: GET_LOCK,
+	// RELEASE_LOCK, LAST_INSERT_ID(expr), NEXTVAL, SETVAL, or SELECT … INTO.
+	SideEffects bool
+	// MultiStatement tells that the text holds more than one statement; such a text is
+	// always Unsure.
+	MultiStatement bool
+}
+
+const (
+	// MaxDigest bounds the digest; longer digests are cut, and their hash is of the cut text.
+	MaxDigest = 4096
+	// maxTables bounds each of Read and Written; past it UnknownTables is set.
+	maxTables = 32
+	maxDepth  = 64
+	maxCTEs   = 16
+	lookahead = 4
+)
+
+type tableMode uint8
+
+const (
+	modeNone tableMode = iota
+	modeRead
+	modeWrite
+)
+
+// frame is one level of parentheses.
+type frame struct {
+	// fn tells that the parentheses hold a function's arguments (or a column list).
+	fn bool
+	// from is set while a FROM list (or the table list of UPDATE, DELETE, DROP, RENAME)
+	// runs at this level: a comma or JOIN starts another table reference.
+	from tableMode
+	// For the digest: where "(" is (-1 when the digest was full), whether only literals
+	// were inside, how many, and whether such a list collapses (IN lists, VALUES rows).
+	open     int
+	lits     bool
+	items    int
+	collapse bool
+	row      bool
+}
+
+// emitted describes the last tokens written to the digest.
+type emitted struct {
+	kind tokKind
+	// value: an operand (identifier, literal, variable, closing parenthesis).
+	value bool
+	// fnWord: a word a "(" may follow directly.
+	fnWord bool
+	// sign: a - or + that may be the sign of a number.
+	sign bool
+	// from is where the token's leading space starts; pos is where the token starts.
+	from, pos int
+}
+
+// Classifier classifies statements. It keeps its buffers between calls, so reuse one per
+// connection; it is not safe for concurrent use.
+type Classifier struct {
+	lex    lexer
+	res    Result
+	digest []byte
+	full   bool
+
+	// ahead holds the tokens peeked at: nAhead of them from index first, in a ring.
+	ahead  [lookahead]token
+	first  int
+	nAhead int
+	prev   token
+
+	depth  int
+	frames [maxDepth]frame
+
+	last, last2 emitted
+	// Collapsing of identical VALUES rows.
+	afterRow, afterRowComma   bool
+	rowComma                  int
+	rowFirstStart, rowFirstEnd int
+
+	// Per statement.
+	verb       kwID
+	kind       Kind
+	unsure     bool
+	statements int
+
+	read, written [maxTables]Table
+	aliases       [maxTables][]byte
+	nRead, nWrite int
+	targets       [maxTables]Table
+	nTargets      int
+	ctes          [maxCTEs][]byte
+	nCTEs         int
+	// names holds table names that needed unescaping.
+	names []byte
+}
+
+// New returns a classifier.
+func New() *Classifier {
+	return &Classifier{digest: make([]byte, 0, 256)}
+}
+
+// Classify reads one statement text (the payload of COM_QUERY or COM_STMT_PREPARE after
+// the command byte) and returns what it found.
+func (c *Classifier) Classify(sql []byte) *Result {
+	c.reset(sql)
+	for {
+		c.statement()
+		t := c.peek(0)
+		if t.kind == tEnd {
+			break
+		}
+		c.next() // ;
+		if c.peek(0).kind == tEnd {
+			break
+		}
+		c.res.MultiStatement = true
+		c.unsure = true
+	}
+	c.finish()
+	return &c.res
+}
+
+func (c *Classifier) reset(sql []byte) {
+	c.lex.reset(sql)
+	c.res = Result{}
+	c.digest = c.digest[:0]
+	c.full = false
+	c.first, c.nAhead = 0, 0
+	c.prev = token{}
+	c.depth = 0
+	c.frames[0] = frame{open: -1}
+	c.last, c.last2 = emitted{}, emitted{}
+	c.afterRow, c.afterRowComma = false, false
+	c.rowFirstEnd = -1
+	c.unsure = false
+	c.statements = 0
+	c.nRead, c.nWrite, c.nTargets, c.nCTEs = 0, 0, 0, 0
+	c.names = c.names[:0]
+}
+
+func (c *Classifier) finish() {
+	r := &c.res
+	if c.lex.broken || c.depth != 0 {
+		c.unsure = true
+	}
+	if c.unsure {
+		r.Unsure = true
+		r.UnknownTables = true
+		if r.Kind != DDL && r.Kind != Session {
+			r.Kind = Write
+		}
+	}
+	r.Digest = c.digest
+	r.Hash = Hash(c.digest)
+	r.Tag = c.lex.tag
+	r.Read = c.read[:c.nRead]
+	r.Written = c.written[:c.nWrite]
+}
+
+// Hash is the 64-bit FNV-1a hash of b: the same on every machine and in every release.
+func Hash(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// --- token stream ---
+
+func (c *Classifier) peek(i int) token {
+	for c.nAhead <= i {
+		c.lex.next(&c.ahead[(c.first+c.nAhead)%lookahead])
+		c.nAhead++
+	}
+	return c.ahead[(c.first+i)%lookahead]
+}
+
+// next consumes a token: it goes into the digest and the parentheses are counted.
+func (c *Classifier) next() token {
+	var t token
+	if c.nAhead > 0 {
+		t = c.ahead[c.first]
+		c.first = (c.first + 1) % lookahead
+		c.nAhead--
+	} else {
+		c.lex.next(&t)
+	}
+	if t.kind != tEnd {
+		c.consume(t)
+		c.prev = t
+	}
+	return t
+}
+
+func (c *Classifier) frame() *frame {
+	return &c.frames[min(c.depth, maxDepth-1)]
+}
+
+func (c *Classifier) is(t token, id kwID) bool { return t.kind == tWord && t.kw == id }
+
+// isName tells whether t can be a table name or alias without qualification.
+func (c *Classifier) isName(t token) bool {
+	switch t.kind {
+	case tQuoted:
+		return true
+	case tWord:
+		return t.kw == kwNone || t.flags&reserved == 0
+	}
+	return false
+}
+
+// isQualifiedPart tells whether t can follow a dot in a qualified name (any word does).
+func isQualifiedPart(t token) bool { return t.kind == tWord || t.kind == tQuoted }
+
+func (c *Classifier) consume(t token) {
+	afterRow, afterRowComma := c.afterRow, c.afterRowComma
+	c.afterRow, c.afterRowComma = false, false
+	if c.depth > 0 {
+		f := c.frame()
+		switch t.kind {
+		case tString, tNumber, tParam:
+			f.items++
+		case tComma, tRParen:
+		case tOp:
+			if !c.isSign(t) {
+				f.lits = false
+			}
+		default:
+			f.lits = false
+		}
+	}
+	switch t.kind {
+	case tLParen:
+		p := c.prev
+		fn := p.kind == tQuoted || p.kind == tWord && (p.kw == kwNone || p.flags&(function|reserved) != reserved)
+		values := c.is(p, kwValues) || c.is(p, kwValue)
+		row := values || afterRowComma
+		collapse := row || c.is(p, kwIn)
+		c.emit(t)
+		c.depth++
+		if c.depth >= maxDepth {
+			c.unsure = true
+			return
+		}
+		open := -1
+		if !c.full {
+			open = c.last.pos
+		}
+		c.frames[c.depth] = frame{fn: fn, open: open, lits: true, collapse: collapse, row: row}
+		if values {
+			c.rowFirstStart, c.rowFirstEnd = open, -1
+		}
+	case tRParen:
+		if c.depth == 0 {
+			c.unsure = true
+			c.emit(t)
+			return
+		}
+		f := *c.frame()
+		if f.collapse && f.lits && f.items > 0 && f.open >= 0 && !c.full {
+			c.digest = append(c.digest[:f.open+1], "..."...)
+		}
+		c.emit(t)
+		c.depth--
+		if f.row && f.open >= 0 && !c.full {
+			if c.rowFirstEnd < 0 {
+				c.rowFirstEnd = len(c.digest)
+			} else if c.rowFirstStart >= 0 && bytes.Equal(c.digest[f.open:], c.digest[c.rowFirstStart:c.rowFirstEnd]) {
+				c.digest = c.digest[:c.rowComma]
+				c.last = emitted{kind: tRParen, value: true, from: c.rowFirstEnd - 1, pos: c.rowFirstEnd - 1}
+			}
+			c.afterRow = true
+		}
+	case tComma:
+		if afterRow {
+			c.rowComma = len(c.digest)
+			c.afterRowComma = true
+		}
+		c.emit(t)
+	default:
+		c.emit(t)
+	}
+}
+
+func (c *Classifier) isSign(t token) bool {
+	return t.kind == tOp && t.end-t.start == 1 && (c.lex.src[t.start] == '-' || c.lex.src[t.start] == '+')
+}
+
+// emit writes a token to the digest.
+func (c *Classifier) emit(t token) {
+	if c.full {
+		return
+	}
+	src := c.lex.src
+	var text []byte
+	var word string
+	e := emitted{kind: t.kind}
+	switch t.kind {
+	case tString, tNumber, tParam:
+		e.value = true
+		word = "?"
+		if c.last.sign && !c.last2.value {
+			// -1 is one literal.
+			c.digest = c.digest[:c.last.from]
+			c.last = c.last2
+		}
+	case tWord:
+		if t.kw != kwNone {
+			word = keywordList[t.key].upper
+			e.fnWord = t.flags&(function|reserved) != reserved
+			e.value = t.flags&reserved == 0 || word == "NULL" || word == "TRUE" || word == "FALSE"
+		} else {
+			text = src[t.start:t.end]
+			e.fnWord, e.value = true, true
+		}
+	case tQuoted:
+		text = src[t.start:t.end]
+		if inner := unquote(text); plainIdent(inner) {
+			text = inner
+		}
+		e.fnWord, e.value = true, true
+	case tUserVar, tSysVar:
+		text = src[t.start:t.end]
+		e.value = true
+	case tRParen:
+		text = src[t.start:t.end]
+		e.value = true
+	default:
+		text = src[t.start:t.end]
+		e.sign = c.isSign(t)
+	}
+	space := len(c.digest) > 0
+	switch {
+	case c.last.kind == tLParen || c.last.kind == tDot:
+		space = false
+	case t.kind == tComma || t.kind == tRParen || t.kind == tDot || t.kind == tSemi:
+		space = false
+	case t.kind == tLParen && c.last.fnWord:
+		space = false
+	}
+	n := len(text) + len(word)
+	if space {
+		n++
+	}
+	if len(c.digest)+n > MaxDigest {
+		c.full = true
+		return
+	}
+	e.from = len(c.digest)
+	if space {
+		c.digest = append(c.digest, ' ')
+	}
+	e.pos = len(c.digest)
+	c.digest = append(c.digest, text...)
+	c.digest = append(c.digest, word...)
+	c.last2, c.last = c.last, e
+}
+
+// unquote strips the backquotes of a quoted identifier (an unterminated one has only the
+// first).
+func unquote(b []byte) []byte {
+	b = b[1:]
+	if len(b) > 0 && b[len(b)-1] == '`' {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// plainIdent tells whether a quoted identifier can be written without its quotes.
+func plainIdent(b []byte) bool {
+	if len(b) == 0 || isDigit(b[0]) {
+		return false
+	}
+	for _, c := range b {
+		if !isIdentChar(c) || c >= 0x80 {
+			return false
+		}
+	}
+	return lookup(b) == 0
+}
+
+// --- statements ---
+
+func (c *Classifier) statement() {
+	if c.depth != 0 {
+		c.unsure = true
+		c.depth = 0
+	}
+	c.frames[0] = frame{open: -1}
+	c.verb, c.kind = kwNone, Other
+	c.nTargets, c.nCTEs = 0, 0
+	c.head()
+	c.body(0)
+	c.resolveTargets()
+	if c.statements == 0 {
+		c.res.Kind = c.kind
+	}
+	c.statements++
+}
+
+// head reads the statement's leading keywords and sets its kind.
+func (c *Classifier) head() {
+	for c.peek(0).kind == tLParen {
+		c.next()
+	}
+	t := c.peek(0)
+	if t.kind == tEnd || t.kind == tSemi {
+		return
+	}
+	if t.kind != tWord || t.kw == kwNone {
+		c.unknown()
+		return
+	}
+	c.next()
+	c.verb = t.kw
+	switch t.kw {
+	case kwSelect, kwValues:
+		c.kind = Read
+	case kwTable:
+		c.kind = Read
+		c.tableRef(modeRead, false)
+	case kwWith:
+		c.with()
+	case kwInsert, kwReplace:
+		c.kind = Write
+		for c.is(c.peek(0), kwLowPriority) || c.is(c.peek(0), kwDelayed) || c.is(c.peek(0), kwHighPriority) || c.is(c.peek(0), kwIgnore) {
+			c.next()
+		}
+		if c.is(c.peek(0), kwInto) {
+			c.next()
+		}
+		c.tableRef(modeWrite, false)
+	case kwUpdate:
+		c.kind = Write
+		for c.is(c.peek(0), kwLowPriority) || c.is(c.peek(0), kwIgnore) {
+			c.next()
+		}
+		c.frame().from = modeWrite
+		c.tableRef(modeWrite, true)
+	case kwDelete:
+		c.kind = Write
+		c.deleteHead()
+	case kwLoad:
+		if p := c.peek(0); c.is(p, kwData) || c.is(p, kwXML) {
+			c.kind = Write
+		}
+	case kwCall:
+		c.kind = Write
+		c.res.UnknownTables = true
+	case kwBegin:
+		if c.is(c.peek(0), kwWork) {
+			c.next()
+		}
+		if p := c.peek(0); p.kind != tEnd && p.kind != tSemi {
+			// BEGIN NOT ATOMIC ... END: a compound statement.
+			c.unknown()
+			return
+		}
+		c.kind = Transaction
+		c.res.TxnStart = true
+	case kwStart:
+		if c.is(c.peek(0), kwTransaction) {
+			c.kind = Transaction
+			c.res.TxnStart = true
+		}
+	case kwCommit:
+		c.kind = Transaction
+		c.res.TxnEnd = true
+		c.chain()
+	case kwRollback:
+		c.kind = Transaction
+		if c.is(c.peek(0), kwWork) {
+			c.next()
+		}
+		if c.is(c.peek(0), kwTo) {
+			return // to a savepoint
+		}
+		c.res.TxnEnd = true
+		c.chain()
+	case kwSavepoint, kwRelease:
+		c.kind = Transaction
+	case kwXA:
+		c.kind = Transaction
+		switch c.next().kw {
+		case kwStart, kwBegin:
+			c.res.TxnStart = true
+		case kwCommit, kwRollback:
+			c.res.TxnEnd = true
+		}
+	case kwSet:
+		if c.is(c.peek(0), kwStatement) {
+			// SET STATEMENT var=value FOR statement: the statement is what counts.
+			for p := c.peek(0); p.kind != tEnd && p.kind != tSemi; p = c.peek(0) {
+				c.next()
+				if c.depth == 0 && c.is(p, kwFor) {
+					c.head()
+					return
+				}
+			}
+			c.unknown()
+			return
+		}
+		c.kind = Session
+	case kwUse, kwPrepare, kwDeallocate, kwUnlock:
+		c.kind = Session
+	case kwExecute:
+		c.kind = Session
+		c.res.UnknownTables = true
+	case kwLock:
+		c.kind = Session
+	case kwCreate:
+		c.create()
+	case kwAlter:
+		c.kind = DDL
+		for c.is(c.peek(0), kwOnline) || c.is(c.peek(0), kwIgnore) {
+			c.next()
+		}
+		if p := c.peek(0); c.is(p, kwTable) || c.is(p, kwSequence) {
+			c.next()
+			c.ifExists()
+			c.tableRef(modeWrite, false)
+			return
+		}
+		c.res.UnknownTables = true
+	case kwDrop:
+		c.drop()
+	case kwRename:
+		c.kind = DDL
+		if p := c.peek(0); c.is(p, kwTable) || c.is(p, kwTables) {
+			c.next()
+			c.frame().from = modeWrite
+			c.tableRef(modeWrite, false)
+			return
+		}
+		c.res.UnknownTables = true
+	case kwTruncate:
+		c.kind = DDL
+		if c.is(c.peek(0), kwTable) {
+			c.next()
+		}
+		c.tableRef(modeWrite, false)
+	case kwAnalyze, kwExplain, kwDescribe, kwDesc:
+		// EXPLAIN ANALYZE and MariaDB's ANALYZE run the statement; EXPLAIN does not.
+		if t.kw != kwAnalyze {
+			if !c.is(c.peek(0), kwAnalyze) {
+				return
+			}
+			c.next()
+		}
+		if p := c.peek(0); c.is(p, kwTable) || c.is(p, kwTables) {
+			return
+		}
+		if c.is(c.peek(0), kwFormat) {
+			c.next()
+			c.next() // =
+			c.next() // JSON
+		}
+		c.head()
+	case kwDo, kwShow, kwHelp, kwAdmin:
+	case kwGrant:
+		c.kind = DDL
+		c.res.UnknownTables = true
+	default:
+		c.unknown()
+	}
+}
+
+// unknown marks a statement the classifier does not know.
+func (c *Classifier) unknown() {
+	c.unsure = true
+	c.kind = Write
+}
+
+// chain reads [WORK] [AND [NO] CHAIN] after COMMIT or ROLLBACK.
+func (c *Classifier) chain() {
+	if c.is(c.peek(0), kwWork) {
+		c.next()
+	}
+	if !c.is(c.peek(0), kwAnd) {
+		return
+	}
+	c.next()
+	if c.is(c.peek(0), kwChain) {
+		c.res.TxnStart = true
+	}
+}
+
+func (c *Classifier) ifExists() {
+	if c.is(c.peek(0), kwIf) {
+		c.next()
+		if c.is(c.peek(0), kwNot) {
+			c.next()
+		}
+		if c.is(c.peek(0), kwExists) {
+			c.next()
+		}
+	}
+}
+
+func (c *Classifier) create() {
+	c.kind = DDL
+	if c.is(c.peek(0), kwOr) && c.is(c.peek(1), kwReplace) {
+		c.next()
+		c.next()
+	}
+	temporary := c.is(c.peek(0), kwTemporary)
+	if temporary {
+		c.next()
+	}
+	p := c.peek(0)
+	switch {
+	case c.is(p, kwTable):
+		if temporary {
+			c.kind = Session
+		}
+		c.next()
+		c.ifExists()
+		c.tableRef(modeWrite, false)
+	case c.is(p, kwSequence):
+		c.next()
+		c.ifExists()
+		c.tableRef(modeWrite, false)
+	case c.is(p, kwUnique) || c.is(p, kwFulltext) || c.is(p, kwSpatial) || c.is(p, kwIndex):
+		if !c.is(p, kwIndex) {
+			c.next()
+		}
+		if !c.is(c.peek(0), kwIndex) {
+			c.res.UnknownTables = true
+			return
+		}
+		c.next()
+		c.ifExists()
+		c.next() // the index name
+		if c.is(c.peek(0), kwOn) {
+			c.next()
+			c.tableRef(modeWrite, false)
+			return
+		}
+		c.res.UnknownTables = true
+	default:
+		// Views, routines, triggers, events, databases, users.
+		c.res.UnknownTables = true
+	}
+}
+
+func (c *Classifier) drop() {
+	c.kind = DDL
+	temporary := c.is(c.peek(0), kwTemporary)
+	if temporary {
+		c.next()
+	}
+	p := c.peek(0)
+	switch {
+	case c.is(p, kwTable) || c.is(p, kwTables) || c.is(p, kwSequence):
+		if temporary {
+			c.kind = Session
+		}
+		c.next()
+		c.ifExists()
+		c.frame().from = modeWrite
+		c.tableRef(modeWrite, false)
+	case c.is(p, kwIndex):
+		c.next()
+		c.ifExists()
+		c.next() // the index name
+		if c.is(c.peek(0), kwOn) {
+			c.next()
+			c.tableRef(modeWrite, false)
+			return
+		}
+		c.res.UnknownTables = true
+	default:
+		c.res.UnknownTables = true
+	}
+}
+
+// deleteHead reads DELETE up to its table references.
+func (c *Classifier) deleteHead() {
+	for c.is(c.peek(0), kwLowPriority) || c.is(c.peek(0), kwQuick) || c.is(c.peek(0), kwIgnore) || c.is(c.peek(0), kwHistory) {
+		c.next()
+	}
+	if c.is(c.peek(0), kwFrom) {
+		// DELETE FROM t ... or DELETE FROM t1, t2 USING ...
+		c.next()
+		c.frame().from = modeWrite
+		c.tableRef(modeWrite, true)
+		return
+	}
+	// DELETE t1, t2 FROM ...: the targets may be aliases, resolved at the end.
+	for {
+		p := c.peek(0)
+		if !c.isName(p) {
+			return
+		}
+		c.next()
+		var tbl Table
+		tbl.Name = c.name(p)
+		if c.peek(0).kind == tDot && isQualifiedPart(c.peek(1)) {
+			c.next()
+			tbl.Schema, tbl.Name = tbl.Name, c.name(c.next())
+		}
+		if c.peek(0).kind == tDot && c.peek(1).kind == tOp {
+			c.next()
+			c.next() // .*
+		}
+		if c.nTargets < maxTables {
+			c.targets[c.nTargets] = tbl
+			c.nTargets++
+		} else {
+			c.res.UnknownTables = true
+		}
+		if c.peek(0).kind != tComma {
+			return
+		}
+		c.next()
+	}
+}
+
+// resolveTargets adds the targets of a multi-table DELETE to the written tables, an alias
+// standing for its table.
+func (c *Classifier) resolveTargets() {
+	for _, tg := range c.targets[:c.nTargets] {
+		resolved := tg
+		if len(tg.Schema) == 0 {
+			for i := range c.nRead {
+				if bytes.Equal(c.aliases[i], tg.Name) {
+					resolved = c.read[i]
+					break
+				}
+			}
+		}
+		c.addTable(modeWrite, resolved)
+	}
+	c.nTargets = 0
+}
+
+// with reads the common table expressions of WITH, then the statement they serve.
+func (c *Classifier) with() {
+	if c.is(c.peek(0), kwRecursive) {
+		c.next()
+	}
+	for {
+		p := c.peek(0)
+		if !isQualifiedPart(p) {
+			c.unknown()
+			return
+		}
+		c.next()
+		if c.nCTEs < maxCTEs {
+			c.ctes[c.nCTEs] = c.name(p)
+			c.nCTEs++
+		}
+		if c.peek(0).kind == tLParen { // column list
+			c.next()
+			c.body(c.depth)
+		}
+		if !c.is(c.peek(0), kwAs) {
+			c.unknown()
+			return
+		}
+		c.next()
+		if c.peek(0).kind != tLParen {
+			c.unknown()
+			return
+		}
+		c.next()
+		c.body(c.depth)
+		if c.peek(0).kind != tComma {
+			break
+		}
+		c.next()
+	}
+	if c.is(c.peek(0), kwWith) {
+		c.unknown()
+		return
+	}
+	c.head()
+}
+
+// body reads the rest of the statement, or up to the parenthesis that closes level stop.
+func (c *Classifier) body(stop int) {
+	for {
+		t := c.peek(0)
+		if t.kind == tEnd || t.kind == tSemi {
+			return
+		}
+		c.next()
+		switch t.kind {
+		case tRParen:
+			if c.depth < stop {
+				return
+			}
+		case tComma:
+			if f := c.frame(); f.from != modeNone && !f.fn {
+				c.tableRef(f.from, f.from == modeRead || c.verb == kwUpdate || c.verb == kwDelete)
+			}
+		case tUserVar, tSysVar:
+			c.touchSession() // the connection's own variables
+		case tOp:
+			if t.end-t.start == 2 && c.lex.src[t.start] == ':' {
+				c.touchSession() // @v := expr
+			}
+		case tWord:
+			if t.kw != kwNone {
+				c.bodyKeyword(t)
+			}
+		}
+	}
+}
+
+func (c *Classifier) bodyKeyword(t token) {
+	f := c.frame()
+	switch t.kw {
+	case kwFrom:
+		if !f.fn {
+			f.from = modeRead
+			c.tableRef(modeRead, true)
+		}
+	case kwJoin, kwStraightJoin:
+		if f.from != modeNone {
+			c.tableRef(f.from, true)
+		}
+	case kwUsing:
+		if c.verb == kwDelete && c.peek(0).kind != tLParen {
+			f.from = modeRead
+			c.tableRef(modeRead, true)
+		}
+	case kwWhere, kwGroup, kwHaving, kwOrder, kwLimit, kwWindow, kwUnion, kwExcept,
+		kwIntersect, kwReturning, kwDuplicate, kwSet, kwSelect, kwOn:
+		if t.kw == kwOn && f.from == modeRead {
+			return // a join condition: the FROM list goes on after it
+		}
+		f.from = modeNone
+	case kwFor:
+		if p := c.peek(0); c.is(p, kwUpdate) || c.is(p, kwShare) {
+			c.locking()
+			f.from = modeNone
+		}
+	case kwLock:
+		if c.is(c.peek(0), kwIn) && c.is(c.peek(1), kwShare) && c.is(c.peek(2), kwMode) {
+			c.locking()
+			f.from = modeNone
+		}
+	case kwInto:
+		f.from = modeNone
+		switch {
+		case c.verb == kwLoad:
+			if c.is(c.peek(0), kwTable) {
+				c.next()
+				c.tableRef(modeWrite, false)
+			}
+		case c.verb == kwSelect || c.verb == kwValues || c.verb == kwTable:
+			// SELECT ... INTO OUTFILE, DUMPFILE or variables.
+			c.write()
+			c.res.SideEffects = true
+		}
+	case kwTo:
+		if c.verb == kwRename && f.from == modeWrite {
+			c.tableRef(modeWrite, false)
+		}
+	case kwTable:
+		if (c.verb == kwSelect || c.verb == kwInsert || c.verb == kwReplace) && !f.fn {
+			c.tableRef(modeRead, false) // INSERT ... TABLE t, SELECT ... UNION TABLE t
+		}
+	case kwNext, kwPrevious:
+		// NEXT VALUE FOR seq, PREVIOUS VALUE FOR seq
+		if c.is(c.peek(0), kwValue) && c.is(c.peek(1), kwFor) {
+			c.next()
+			c.next()
+			c.sequence(t.kw == kwNext)
+		}
+	case kwNextval, kwSetval, kwLastval:
+		if c.peek(0).kind == tLParen {
+			c.next()
+			c.sequence(t.kw != kwLastval)
+		}
+	case kwGetLock, kwReleaseLock, kwReleaseAllLocks:
+		if c.peek(0).kind == tLParen {
+			c.res.SideEffects = true
+			c.touchSession()
+		}
+	case kwLastInsertID, kwFoundRows, kwRowCount:
+		if c.peek(0).kind == tLParen {
+			if t.kw == kwLastInsertID && c.peek(1).kind != tRParen {
+				c.res.SideEffects = true
+			}
+			c.touchSession()
+		}
+	}
+}
+
+// sequence handles a sequence function: NEXTVAL and SETVAL write the sequence; LASTVAL
+// reads this connection's last value.
+func (c *Classifier) sequence(write bool) {
+	if write {
+		c.write()
+		c.res.SideEffects = true
+		c.tableRef(modeWrite, false)
+		return
+	}
+	c.touchSession()
+	c.tableRef(modeRead, false)
+}
+
+func (c *Classifier) locking() {
+	if c.kind == Read {
+		c.kind = LockingRead
+	}
+}
+
+func (c *Classifier) touchSession() {
+	if c.kind == Read || c.kind == LockingRead || c.kind == Other {
+		c.kind = Session
+	}
+}
+
+func (c *Classifier) write() {
+	if c.kind == Read || c.kind == LockingRead || c.kind == Other || c.kind == Session {
+		c.kind = Write
+	}
+}
+
+// tableRef reads a table reference, if one is next: [schema.]name [[AS] alias].
+func (c *Classifier) tableRef(mode tableMode, alias bool) {
+	t := c.peek(0)
+	if c.is(t, kwLateral) || c.is(t, kwDual) {
+		c.next()
+		return
+	}
+	if !c.isName(t) {
+		return
+	}
+	if t.kind == tWord && t.kw != kwNone && c.peek(1).kind == tLParen && t.flags&function != 0 {
+		return // a table function such as JSON_TABLE(...)
+	}
+	c.next()
+	tbl := Table{Name: c.name(t)}
+	if c.peek(0).kind == tDot && isQualifiedPart(c.peek(1)) {
+		c.next()
+		tbl.Schema, tbl.Name = tbl.Name, c.name(c.next())
+	}
+	c.last.fnWord = false // a column list after a table name is not a call: t (a, b)
+	i := c.addTable(mode, tbl)
+	if !alias {
+		return
+	}
+	p := c.peek(0)
+	if c.is(p, kwAs) {
+		c.next()
+		p = c.peek(0)
+		if !isQualifiedPart(p) {
+			return
+		}
+	} else if !c.isName(p) {
+		return
+	}
+	c.next()
+	if i >= 0 && mode == modeRead {
+		c.aliases[i] = c.name(p)
+	}
+}
+
+// addTable records a table unless it is a common table expression or already listed. It
+// returns the table's index in the read list, or -1.
+func (c *Classifier) addTable(mode tableMode, tbl Table) int {
+	if len(tbl.Schema) == 0 {
+		for _, cte := range c.ctes[:c.nCTEs] {
+			if bytes.EqualFold(cte, tbl.Name) {
+				return -1
+			}
+		}
+	}
+	list, n := &c.read, &c.nRead
+	if mode == modeWrite {
+		list, n = &c.written, &c.nWrite
+	}
+	for i, have := range list[:*n] {
+		if bytes.Equal(have.Name, tbl.Name) && bytes.Equal(have.Schema, tbl.Schema) {
+			return i
+		}
+	}
+	if *n == maxTables {
+		c.res.UnknownTables = true
+		return -1
+	}
+	list[*n] = tbl
+	if mode == modeRead {
+		c.aliases[*n] = nil
+	}
+	*n++
+	return *n - 1
+}
+
+// name returns an identifier's text without quotes.
+func (c *Classifier) name(t token) []byte {
+	b := c.lex.src[t.start:t.end]
+	if t.kind != tQuoted {
+		return b
+	}
+	b = unquote(b)
+	if bytes.IndexByte(b, '`') < 0 {
+		return b
+	}
+	// `a``b` is a`b.
+	if cap(c.names)-len(c.names) < len(b) {
+		if cap(c.names) == 0 && len(b) <= 1024 {
+			c.names = make([]byte, 0, 4096)
+		} else {
+			c.unsure = true
+			return b
+		}
+	}
+	start := len(c.names)
+	for i := 0; i < len(b); i++ {
+		c.names = append(c.names, b[i])
+		if b[i] == '`' {
+			i++
+		}
+	}
+	return c.names[start:len(c.names):len(c.names)]
+}
+
+// String renders a result for logs and tests.
+func (r *Result) String() string {
+	var sb strings.Builder
+	sb.WriteString(r.Kind.String())
+	if r.Unsure {
+		sb.WriteString(" unsure")
+	}
+	if r.UnknownTables {
+		sb.WriteString(" unknown-tables")
+	}
+	list := func(name string, ts []Table) {
+		if len(ts) == 0 {
+			return
+		}
+		sb.WriteString(" " + name + "=")
+		for i, t := range ts {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString(t.String())
+		}
+	}
+	list("read", r.Read)
+	list("written", r.Written)
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{r.TxnStart, "txn-start"}, {r.TxnEnd, "txn-end"}, {r.SideEffects, "side-effects"}, {r.MultiStatement, "multi"}} {
+		if f.on {
+			sb.WriteString(" " + f.name)
+		}
+	}
+	if r.Tag != nil {
+		sb.WriteString(" tag=" + string(r.Tag))
+	}
+	return sb.String()
+}

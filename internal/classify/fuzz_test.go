@@ -1,0 +1,48 @@
+package classify
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzClassify: any text classifies without panicking, in one pass, within the bounds, and
+// the same way every time.
+func FuzzClassify(f *testing.F) {
+	for _, s := range []string{
+		"SELECT c FROM sbtest1 WHERE id=?",
+		"INSERT INTO t (a) VALUES (1), (2) ON DUPLICATE KEY UPDATE a = VALUES(a)",
+		"DELETE a FROM t1 AS a JOIN t2 b USING (id)",
+		"WITH RECURSIVE c AS (SELECT 1) SELECT * FROM c",
+		"/*!40101 SET NAMES utf8 */; /* gk:type=x */ SELECT 'a''b' FOR UPDATE",
+		"SELECT `a``b`.c FROM `x`.`y` WHERE d IN (-1, +2, 0x1f, b'1', N'x')",
+		"SET STATEMENT a=1 FOR SELECT NEXT VALUE FOR s",
+		"((((", "))))", "/*", "'", "`", "-- ", "#", "@", "@@", "/*!", "*/",
+	} {
+		f.Add([]byte(s))
+	}
+	a, b := New(), New()
+	f.Fuzz(func(t *testing.T, sql []byte) {
+		r := a.Classify(sql)
+		if len(r.Digest) > MaxDigest {
+			t.Fatalf("digest of %d bytes", len(r.Digest))
+		}
+		if r.Kind >= NumKinds {
+			t.Fatalf("kind %d", r.Kind)
+		}
+		if len(r.Read) > maxTables || len(r.Written) > maxTables {
+			t.Fatalf("%d tables read, %d written", len(r.Read), len(r.Written))
+		}
+		if r.Unsure && (!r.UnknownTables || r.Kind != Write && r.Kind != DDL && r.Kind != Session) {
+			t.Fatalf("unsure but %s", r)
+		}
+		if r.Hash != Hash(r.Digest) {
+			t.Fatal("hash is not the digest's")
+		}
+		want := r.String()
+		digest := bytes.Clone(r.Digest)
+		r2 := b.Classify(sql)
+		if r2.String() != want || !bytes.Equal(r2.Digest, digest) {
+			t.Fatalf("two classifiers disagree:\n%s %q\n%s %q", want, digest, r2, r2.Digest)
+		}
+	})
+}
