@@ -151,8 +151,8 @@ type Classifier struct {
 
 	last, last2 emitted
 	// Collapsing of identical VALUES rows.
-	afterRow, afterRowComma   bool
-	rowComma                  int
+	afterRow, afterRowComma    bool
+	rowComma                   int
 	rowFirstStart, rowFirstEnd int
 
 	// Per statement.
