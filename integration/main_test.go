@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 )
 
@@ -112,7 +113,9 @@ type testProxy struct {
 	*proxy.Server
 	Addr     string
 	Registry *prometheus.Registry
-	cfg      config.Config
+	// Costs is the proxy's table of request types.
+	Costs *estimator.Table
+	cfg   config.Config
 }
 
 // startProxy starts a proxy in front of the test primary, with cfg adjusted by edit, and
@@ -131,7 +134,11 @@ func startProxy(t *testing.T, edit func(*config.Config)) *testProxy {
 	}
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := proxy.New(cfg, log, reg)
+	costs, err := estimator.New(estimator.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(cfg, log, reg, costs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +151,7 @@ func startProxy(t *testing.T, edit func(*config.Config)) *testProxy {
 		defer close(served)
 		_ = srv.Serve(ln)
 	}()
-	p := &testProxy{Server: srv, Addr: ln.Addr().String(), Registry: reg, cfg: cfg}
+	p := &testProxy{Server: srv, Addr: ln.Addr().String(), Registry: reg, Costs: costs, cfg: cfg}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -93,7 +93,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	loadEstimates(costs, state, log)
 	reg.MustRegister(estimator.NewCollector(costs, cfg.Estimator.MetricsTopTypes))
 
-	srv, err := proxy.New(cfg, log, reg)
+	srv, err := proxy.New(cfg, log, reg, costs)
 	if err != nil {
 		return err
 	}

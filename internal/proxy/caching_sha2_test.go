@@ -70,7 +70,7 @@ func startTestProxy(t *testing.T, primary string) string {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Backends.Primary = primary
-	srv, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	srv, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

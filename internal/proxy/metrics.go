@@ -4,6 +4,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 )
 
@@ -24,6 +25,8 @@ type metrics struct {
 	statements       prometheus.Counter // units that were autocommit statements
 	transactions     prometheus.Counter // units that were transactions
 	unitBusySeconds  prometheus.Observer
+	classified       [classify.NumKinds]prometheus.Counter
+	unsure           prometheus.Counter
 }
 
 // latencyBuckets span a point select on loopback to a report query.
@@ -90,6 +93,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "gatekeeper_units_total",
 		Help: "Units of work completed, by kind: autocommit statements and transactions.",
 	}, []string{"kind"})
+	classified := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_statements_classified_total",
+		Help: "Statements (COM_QUERY and COM_STMT_PREPARE) classified, by kind.",
+	}, []string{"kind"})
+	for k := range classify.NumKinds {
+		m.classified[k] = classified.WithLabelValues(k.String())
+	}
+	m.unsure = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatekeeper_statements_unsure_total",
+		Help: "Statements the classifier could not read with confidence, treated as writes to unknown tables.",
+	})
 	m.statements = units.WithLabelValues("statement")
 	m.transactions = units.WithLabelValues("transaction")
 	unknown := commands.WithLabelValues("unknown")
@@ -105,6 +119,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.connsOpen, m.connsTotal, m.connsRefused, m.handshakeErrors, commands,
 		statements, m.clientBytesIn, m.clientBytesOut, m.backendDialErrs, m.backendLost,
-		m.protocolErrors, units, m.unitBusySeconds.(prometheus.Histogram))
+		m.protocolErrors, units, m.unitBusySeconds.(prometheus.Histogram), classified, m.unsure)
 	return m
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 )
 
 // Server accepts client connections and runs a session for each.
@@ -24,6 +25,9 @@ type Server struct {
 	metrics    *metrics
 	clientTLS  *tls.Config // nil: TLS is not offered to clients
 	backendTLS *backendTLS
+	// costs learns what each request type costs; nil: nothing is recorded.
+	costs   *estimator.Table
+	typeKey typeKey
 
 	nextID atomic.Uint64
 	open   atomic.Int64 // client connections open
@@ -43,11 +47,17 @@ type Server struct {
 }
 
 // New returns a Server for cfg, which must have been validated. Metrics are registered
-// with reg.
-func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+// with reg. The measured cost of each request type goes to costs, unless it is nil.
+func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *estimator.Table) (*Server, error) {
+	key, ok := typeKeys[cfg.Classify.TypeKey]
+	if !ok {
+		return nil, fmt.Errorf("classify.type_key: unknown key %q", cfg.Classify.TypeKey)
+	}
 	s := &Server{
 		cfg:        cfg,
 		log:        log,
+		costs:      costs,
+		typeKey:    key,
 		metrics:    newMetrics(reg),
 		listeners:  map[net.Listener]struct{}{},
 		sessions:   map[*session]struct{}{},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 )
 
@@ -47,8 +48,14 @@ type session struct {
 	programName string
 	inTxn       bool
 	autocommit  bool
-	stmts       map[uint32]struct{} // prepared statement ids
+	stmts       map[uint32]prepared // by statement id
 	unit        unit
+
+	// cls classifies the statements; stmt is what it said of the current command's.
+	cls  *classify.Classifier
+	stmt statement
+	// sampleBuf is where a transaction type's sample is put together.
+	sampleBuf []byte
 
 	// Bytes already added to the metrics.
 	countedIn, countedOut uint64
@@ -77,6 +84,8 @@ type unit struct {
 	commands int
 	// txn tells that the unit became a transaction.
 	txn bool
+	// typ is what types the unit under the unit-wide type keys.
+	typ unitType
 }
 
 func newSession(srv *Server, id uint64, conn net.Conn) *session {
@@ -88,7 +97,8 @@ func newSession(srv *Server, id uint64, conn net.Conn) *session {
 		ctx:    ctx,
 		cancel: cancel,
 		client: protocol.NewConn(conn),
-		stmts:  map[uint32]struct{}{},
+		stmts:  map[uint32]prepared{},
+		cls:    classify.New(),
 	}
 }
 
@@ -228,6 +238,7 @@ func (s *session) dispatch() bool {
 			return false
 		}
 	}
+	s.classifyCommand(cmd)
 	written := s.client.Written()
 	start := time.Now()
 	err := s.client.ForwardCommand(&s.cmd, s.backend)
@@ -245,6 +256,9 @@ func (s *session) dispatch() bool {
 	}
 	if protocol.ShapeOf(cmd) != protocol.ShapeNone {
 		m.statementSeconds[cmd].Observe(elapsed.Seconds())
+		if s.res.Err == nil {
+			s.typeStatement(cmd, elapsed)
+		}
 	}
 	s.unit.busy += elapsed
 	s.unit.commands++
@@ -267,7 +281,7 @@ func (s *session) beginUnit() bool {
 	s.backend = b
 	protocol.Pair(s.client, b)
 	s.relay.Backend = b
-	s.unit = unit{open: true}
+	s.unit = unit{open: true, typ: unitType{sample: s.unit.typ.sample[:0]}}
 	return true
 }
 
@@ -280,10 +294,11 @@ func (s *session) endUnit() {
 		m.statements.Inc()
 	}
 	m.unitBusySeconds.Observe(s.unit.busy.Seconds())
+	s.recordUnit()
 	s.backend.Trim()
 	s.source.release(s.backend)
 	s.backend = nil
-	s.unit = unit{}
+	s.unit = unit{typ: unitType{sample: s.unit.typ.sample[:0]}}
 }
 
 // update applies what the response said to the session state.
@@ -305,7 +320,7 @@ func (s *session) update(cmd byte) {
 			s.schema = string(s.cmd.Text())
 		}
 	case mysql.COM_STMT_PREPARE:
-		s.stmts[res.StmtID] = struct{}{}
+		s.rememberPrepared(res.StmtID)
 	case mysql.COM_STMT_CLOSE:
 		if p := s.cmd.Payload; len(p) >= 5 {
 			delete(s.stmts, binary.LittleEndian.Uint32(p[1:]))
