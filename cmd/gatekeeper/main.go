@@ -6,6 +6,7 @@
 //
 //	gatekeeper serve [--config FILE] [--listen ADDR] [--admin-listen ADDR] [--primary ADDR] [--replica ADDR]...
 //	gatekeeper check-config FILE
+//	gatekeeper top [--admin ADDR] [--sort KEY] [--once]
 //	gatekeeper version
 package main
 
@@ -30,6 +31,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newCheckConfigCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newCheckConfigCommand(), newTopCommand(), newVersionCommand())
 	return root
 }

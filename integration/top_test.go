@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+)
+
+// daemon is gatekeeper serve run as a process.
+type daemon struct {
+	cmd    *exec.Cmd
+	admin  string
+	listen string
+	stderr *bytes.Buffer
+}
+
+func startDaemon(t *testing.T, extraEnv ...string) *daemon {
+	t.Helper()
+	bin := gatekeeperBinary(t)
+	d := &daemon{listen: freeAddr(t), admin: freeAddr(t), stderr: &bytes.Buffer{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	d.cmd = exec.CommandContext(ctx, bin, "serve", "--listen", d.listen, "--admin-listen", d.admin, "--primary", env.Primary)
+	d.cmd.Env = append(os.Environ(), extraEnv...)
+	d.cmd.Stderr = d.stderr
+	require.NoError(t, d.cmd.Start())
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Kill()
+		_ = d.cmd.Wait()
+		if t.Failed() {
+			t.Logf("gatekeeper stderr:\n%s", d.stderr.String())
+		}
+	})
+	waitFor(t, 30*time.Second, "the daemon to be ready", func() bool {
+		resp, err := http.Get("http://" + d.admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return d
+}
+
+// typeCount returns the count of the type with sample in the daemon's /api/v1/types, or -1.
+func typeCount(t *testing.T, d *daemon, sample string) int64 {
+	t.Helper()
+	code, body := httpGet(t, "http://"+d.admin+"/api/v1/types")
+	require.Equal(t, 200, code)
+	var types admin.TypesResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &types))
+	for _, ts := range types.Types {
+		if ts.Sample == sample {
+			return int64(ts.Count)
+		}
+	}
+	return -1
+}
+
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, d.cmd.Wait(), "exit after SIGTERM")
+}
+
+// The daemon learns the cost of what runs through it, shows it to gatekeeper top and the
+// JSON API, saves it on SIGTERM and starts from it again.
+func TestTopAndEstimatesAcrossRestart(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "estimates.json")
+	d := startDaemon(t, "GATEKEEPER_ESTIMATOR_STATE_FILE="+state)
+	for range 3 {
+		out := runTool(t, "mariadb", cliArgs(t, d.listen, "--batch", "--skip-column-names", "-e", "SELECT 40 + 2")...)
+		require.Equal(t, "42\n", out)
+	}
+
+	top, err := exec.Command(gatekeeperBinary(t), "top", "--once", "--admin", d.admin, "--sort", "count").CombinedOutput()
+	require.NoError(t, err, "%s", top)
+	assert.Contains(t, string(top), "type_key digest")
+	assert.Contains(t, string(top), "admission: off")
+	var row string
+	for _, line := range strings.Split(string(top), "\n") {
+		if strings.HasSuffix(line, "  SELECT ? + ?") {
+			row = line
+		}
+	}
+	require.NotEmpty(t, row, "no row for SELECT ? + ? in\n%s", top)
+	assert.Equal(t, "3", strings.Fields(row)[1], "count of %q", row)
+
+	assert.EqualValues(t, 3, typeCount(t, d, "SELECT ? + ?"))
+
+	out, err := exec.Command(gatekeeperBinary(t), "top", "--once", "--admin", freeAddr(t)).CombinedOutput()
+	assert.Error(t, err)
+	assert.Contains(t, string(out), "cannot reach the proxy's admin API")
+
+	d.stop(t)
+	saved, err := os.ReadFile(state)
+	require.NoError(t, err, "estimates saved on SIGTERM")
+	assert.Contains(t, string(saved), "SELECT ? + ?")
+
+	d = startDaemon(t, "GATEKEEPER_ESTIMATOR_STATE_FILE="+state)
+	assert.EqualValues(t, 3, typeCount(t, d, "SELECT ? + ?"), "estimates loaded on start")
+	d.stop(t)
+}

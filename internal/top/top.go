@@ -1,0 +1,200 @@
+// Package top is the live terminal view of a proxy's request types and admission queue,
+// read from its admin API, so that it works against a proxy on another machine.
+package top
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+)
+
+// Frame is one reading of the admin API.
+type Frame struct {
+	Types admin.TypesResponse
+	// Queue is nil when the proxy does not serve /api/v1/queue.
+	Queue *admin.QueueResponse
+}
+
+// Client reads the admin API of one proxy.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// NewClient returns a client for the admin listener at addr: host:port or an http(s) URL.
+func NewClient(addr string) (*Client, error) {
+	if addr == "" {
+		return nil, fmt.Errorf("no admin address: pass --admin host:port (the proxy's admin.listen)")
+	}
+	base := addr
+	if !strings.Contains(addr, "://") {
+		base = "http://" + addr
+	}
+	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 5 * time.Second}}, nil
+}
+
+// Fetch reads the types and the queue.
+func (c *Client) Fetch(ctx context.Context) (*Frame, error) {
+	f := &Frame{}
+	if err := c.get(ctx, "/api/v1/types", &f.Types); err != nil {
+		return nil, err
+	}
+	var q admin.QueueResponse
+	switch err := c.get(ctx, "/api/v1/queue", &q); {
+	case err == nil:
+		f.Queue = &q
+	case !isNotFound(err):
+		return nil, err
+	}
+	return f, nil
+}
+
+type notFound struct{ error }
+
+func isNotFound(err error) bool {
+	_, ok := err.(notFound)
+	return ok
+}
+
+func (c *Client) get(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the proxy's admin API at %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		err := fmt.Errorf("GET %s%s: %s: %s", c.base, path, resp.Status, strings.TrimSpace(string(body)))
+		if resp.StatusCode == http.StatusNotFound {
+			return notFound{err}
+		}
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("GET %s%s: not the admin API of gatekeeper: %w", c.base, path, err)
+	}
+	return nil
+}
+
+// Sort orders of the type table.
+var Sorts = []string{"share", "rate", "mean", "p95", "p99", "count", "type"}
+
+// sortKeys are the keys that pick each sort in the live view.
+var sortKeys = map[byte]string{'s': "share", 'r': "rate", 'm': "mean", '5': "p95", '9': "p99", 'c': "count", 't': "type"}
+
+// ValidSort reports whether s names a sort order.
+func ValidSort(s string) bool { return slices.Contains(Sorts, s) }
+
+func sortTypes(ts []admin.TypeStats, by string) {
+	key := func(t admin.TypeStats) float64 {
+		switch by {
+		case "rate":
+			return t.Rate
+		case "mean":
+			return t.MeanMS
+		case "p95":
+			return t.P95MS
+		case "p99":
+			return t.P99MS
+		case "count":
+			return float64(t.Count)
+		}
+		return t.Share
+	}
+	slices.SortStableFunc(ts, func(a, b admin.TypeStats) int {
+		if by == "type" {
+			return cmp.Compare(label(a), label(b))
+		}
+		if c := cmp.Compare(key(b), key(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(label(a), label(b))
+	})
+}
+
+// label is what the table shows of a type: its sample, or its key.
+func label(t admin.TypeStats) string {
+	if t.Type == "other" {
+		return "(other: types beyond estimator.max_types)"
+	}
+	if t.Sample == "" {
+		return t.Type
+	}
+	return strings.Join(strings.Fields(t.Sample), " ")
+}
+
+// View is how a frame is drawn.
+type View struct {
+	// Source names the proxy in the header.
+	Source string
+	Sort   string
+	// Limit bounds the rows of types; 0 shows all.
+	Limit int
+	// Width cuts lines; 0 leaves them whole.
+	Width int
+	// Keys adds the line of keys of the live view.
+	Keys bool
+}
+
+// Render draws f.
+func (v View) Render(w io.Writer, f *Frame) {
+	var b strings.Builder
+	line := func(format string, args ...any) {
+		s := fmt.Sprintf(format, args...)
+		if v.Width > 0 && len(s) > v.Width {
+			s = s[:v.Width]
+		}
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+	tr := f.Types
+	line("gatekeeper top - %s - %s - type_key %s - %d types tracked (max %d), %d evicted",
+		v.Source, tr.Time.Local().Format("15:04:05"), tr.TypeKey, tr.Tracked, tr.MaxTypes, tr.Evictions)
+	switch q := f.Queue; {
+	case q == nil || !q.Enabled:
+		line("admission: off (every unit goes straight to the database)")
+	default:
+		load := 0.0
+		if q.CapacityMS > 0 {
+			load = 100 * q.LoadMS / q.CapacityMS
+		}
+		line("admission: %s - %d waiting, %d running - load %.1f of %.1f ms (%.0f%%) - admitted %d, rejected %d, timed out %d",
+			q.Discipline, q.Queued, q.InFlight, q.LoadMS, q.CapacityMS, load, q.Admitted, q.Rejected, q.TimedOut)
+	}
+	if v.Keys {
+		line("sorted by %s - keys: s share, r rate, m mean, 5 p95, 9 p99, c count, t type, q quit", v.Sort)
+	} else {
+		line("sorted by %s", v.Sort)
+	}
+	line("")
+	line("%9s %10s %9s %9s %9s %9s %6s  %s", "RATE/s", "COUNT", "MEAN ms", "P50 ms", "P95 ms", "P99 ms", "SHARE", "TYPE")
+	ts := slices.Clone(tr.Types)
+	sortTypes(ts, v.Sort)
+	shown := ts
+	if v.Limit > 0 && len(shown) > v.Limit {
+		shown = shown[:v.Limit]
+	}
+	for _, t := range shown {
+		line("%9.1f %10d %9.3f %9.3f %9.3f %9.3f %5.1f%%  %s",
+			t.Rate, t.Count, t.MeanMS, t.P50MS, t.P95MS, t.P99MS, 100*t.Share, label(t))
+	}
+	if len(ts) == 0 {
+		line("(no request types yet: nothing has run through the proxy since it started or was reset)")
+	}
+	if n := len(ts) - len(shown); n > 0 {
+		line("(%d more)", n)
+	}
+	_, _ = io.WriteString(w, b.String())
+}

@@ -1,0 +1,125 @@
+package top
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+)
+
+func frame() *Frame {
+	return &Frame{
+		Types: admin.TypesResponse{
+			Time: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC), TypeKey: "digest", Tracked: 3, MaxTypes: 1000,
+			Types: []admin.TypeStats{
+				{Type: "00000000000000a1", Sample: "SELECT c FROM sbtest1 WHERE id = ?", Count: 9000, Rate: 900, MeanMS: 0.1, P50MS: 0.09, P95MS: 0.2, P99MS: 0.4, Share: 0.30},
+				{Type: "00000000000000b2", Sample: "SELECT DISTINCT c\n FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", Count: 100, Rate: 10, MeanMS: 20, P50MS: 18, P95MS: 40, P99MS: 60, Share: 0.65},
+				{Type: "other", Count: 5, Rate: 0.5, MeanMS: 3, Share: 0.05},
+			},
+		},
+	}
+}
+
+func render(t *testing.T, v View, f *Frame) []string {
+	t.Helper()
+	var b bytes.Buffer
+	v.Render(&b, f)
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
+
+func TestRenderSorts(t *testing.T) {
+	lines := render(t, View{Source: "db1:6080", Sort: "share"}, frame())
+	require.Len(t, lines, 8)
+	assert.Contains(t, lines[0], "db1:6080")
+	assert.Contains(t, lines[0], "type_key digest - 3 types tracked (max 1000)")
+	assert.Equal(t, "admission: off (every unit goes straight to the database)", lines[1])
+	assert.Contains(t, lines[4], "RATE/s")
+	assert.Contains(t, lines[5], "65.0%  SELECT DISTINCT c FROM sbtest1", "newlines in a sample are folded")
+	assert.Contains(t, lines[6], "30.0%  SELECT c FROM sbtest1 WHERE id = ?")
+	assert.Contains(t, lines[7], "(other: types beyond estimator.max_types)")
+
+	lines = render(t, View{Sort: "rate", Limit: 1}, frame())
+	assert.Contains(t, lines[5], "900.0")
+	assert.Equal(t, "(2 more)", lines[6])
+
+	lines = render(t, View{Sort: "p99", Width: 60}, frame())
+	for _, l := range lines {
+		assert.LessOrEqual(t, len(l), 60)
+	}
+	assert.Contains(t, lines[5], "60.000")
+}
+
+func TestRenderQueue(t *testing.T) {
+	f := frame()
+	f.Queue = &admin.QueueResponse{Enabled: true, Discipline: "sjf", Queued: 3, InFlight: 7, LoadMS: 450, CapacityMS: 500, Admitted: 10, Rejected: 1, TimedOut: 2}
+	lines := render(t, View{Sort: "share"}, f)
+	assert.Equal(t, "admission: sjf - 3 waiting, 7 running - load 450.0 of 500.0 ms (90%) - admitted 10, rejected 1, timed out 2", lines[1])
+
+	f.Types.Types = nil
+	lines = render(t, View{Sort: "share"}, f)
+	assert.Contains(t, lines[len(lines)-1], "no request types yet")
+}
+
+func TestSorts(t *testing.T) {
+	for _, s := range Sorts {
+		assert.True(t, ValidSort(s))
+	}
+	for k, s := range sortKeys {
+		assert.True(t, ValidSort(s), "key %q", k)
+	}
+	assert.False(t, ValidSort("speed"))
+}
+
+func TestFetch(t *testing.T) {
+	queue := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/api/v1/types":
+			_ = json.NewEncoder(w).Encode(frame().Types)
+		case r.URL.Path == "/api/v1/queue" && queue:
+			_ = json.NewEncoder(w).Encode(admin.QueueResponse{Enabled: true, Queued: 4})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+
+	c, err := NewClient(strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	f, err := c.Fetch(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, f.Types.Types, 3)
+	require.NotNil(t, f.Queue)
+	assert.Equal(t, 4, f.Queue.Queued)
+
+	queue = false // a proxy without the queue endpoint still shows its types
+	f, err = c.Fetch(context.Background())
+	require.NoError(t, err)
+	assert.Nil(t, f.Queue)
+
+	_, err = NewClient("")
+	assert.ErrorContains(t, err, "--admin")
+	bad, err := NewClient(srv.URL + "/nothing/")
+	require.NoError(t, err)
+	_, err = bad.Fetch(context.Background())
+	assert.ErrorContains(t, err, "404")
+
+	srv.Close()
+	_, err = c.Fetch(context.Background())
+	assert.ErrorContains(t, err, "cannot reach the proxy's admin API")
+}
+
+func TestRawWriter(t *testing.T) {
+	var w rawWriter
+	w.WriteString("a\nb\n")
+	assert.Equal(t, "a\r\nb\r\n", string(w.bytes()))
+}
