@@ -709,18 +709,23 @@ func (c *Classifier) create() {
 			return
 		}
 		c.next()
-		c.ifExists()
-		c.next() // the index name
-		if c.is(c.peek(0), kwOn) {
-			c.next()
-			c.tableRef(modeWrite, false)
-			return
-		}
-		c.res.UnknownTables = true
+		c.indexOn()
 	default:
 		// Views, routines, triggers, events, databases, users.
 		c.res.UnknownTables = true
 	}
+}
+
+// indexOn reads [IF [NOT] EXISTS] name ON table after CREATE INDEX or DROP INDEX.
+func (c *Classifier) indexOn() {
+	c.ifExists()
+	c.next() // the index name
+	if !c.is(c.peek(0), kwOn) {
+		c.res.UnknownTables = true
+		return
+	}
+	c.next()
+	c.tableRef(modeWrite, false)
 }
 
 func (c *Classifier) drop() {
@@ -741,14 +746,7 @@ func (c *Classifier) drop() {
 		c.tableRef(modeWrite, false)
 	case c.is(p, kwIndex):
 		c.next()
-		c.ifExists()
-		c.next() // the index name
-		if c.is(c.peek(0), kwOn) {
-			c.next()
-			c.tableRef(modeWrite, false)
-			return
-		}
-		c.res.UnknownTables = true
+		c.indexOn()
 	default:
 		c.res.UnknownTables = true
 	}

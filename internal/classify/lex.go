@@ -66,6 +66,9 @@ var identChars = func() (t [256]bool) {
 
 func isIdentChar(c byte) bool { return identChars[c] }
 
+// punctuation gives the kind of the one-byte tokens.
+var punctuation = [256]tokKind{'?': tParam, '(': tLParen, ')': tRParen, ',': tComma, '.': tDot, ';': tSemi}
+
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // skip passes over whitespace and comments.
@@ -173,26 +176,11 @@ func (l *lexer) next(t *token) {
 			k := &keywordList[i]
 			t.kw, t.flags, t.key = k.id, k.flags, i
 		}
-	case c == '?':
+	case punctuation[c] != tEnd:
 		l.pos++
-		t.kind = tParam
+		t.kind = punctuation[c]
 	case c == '@':
 		t.kind = l.variable()
-	case c == '(':
-		l.pos++
-		t.kind = tLParen
-	case c == ')':
-		l.pos++
-		t.kind = tRParen
-	case c == ',':
-		l.pos++
-		t.kind = tComma
-	case c == '.':
-		l.pos++
-		t.kind = tDot
-	case c == ';':
-		l.pos++
-		t.kind = tSemi
 	default:
 		l.pos = l.operator(start)
 		t.kind = tOp
