@@ -92,11 +92,7 @@ func tablesOf(stmt ast.StmtNode) tables {
 		}
 		v.written = append(v.written, name)
 	}
-	out := tables{read: []string{}, written: []string{}, ok: true}
-	for _, n := range v.read {
-		out.read = append(out.read, n)
-	}
-	out.written = append(out.written, v.written...)
+	out := tables{read: append([]string{}, v.read...), written: append([]string{}, v.written...), ok: true}
 	slices.Sort(out.read)
 	slices.Sort(out.written)
 	out.read, out.written = slices.Compact(out.read), slices.Compact(out.written)
