@@ -13,18 +13,36 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 )
 
-// typeWith returns the tracked type whose sample is sample, or fails the test.
-func typeWith(t *testing.T, p *testProxy, sample string) estimator.TypeStats {
+// typeWith waits until the tracked type whose sample is sample has at least count units,
+// and returns it. A unit is recorded just after its last packet reaches the client, so a test that has
+// its answer may look a moment too early.
+func typeWith(t *testing.T, p *testProxy, sample string, count uint64) estimator.TypeStats {
 	t.Helper()
+	var found estimator.TypeStats
 	var samples []string
-	for _, ts := range p.Costs.Snapshot() {
-		if ts.Sample == sample {
-			return ts
+	ok := assert.Eventually(t, func() bool {
+		samples = samples[:0]
+		for _, ts := range p.Costs.Snapshot() {
+			if ts.Sample == sample {
+				found = ts
+				return ts.Count >= count
+			}
+			samples = append(samples, ts.Sample)
 		}
-		samples = append(samples, ts.Sample)
+		return false
+	}, 5*time.Second, 5*time.Millisecond)
+	if !ok {
+		t.Fatalf("no type %q with %d units: found %d; types %q", sample, count, found.Count, samples)
 	}
-	t.Fatalf("no type %q among %q", sample, samples)
-	return estimator.TypeStats{}
+	return found
+}
+
+// assertUnits checks that the type with sample has exactly count units.
+func assertUnits(t *testing.T, p *testProxy, sample string, count uint64) estimator.TypeStats {
+	t.Helper()
+	ts := typeWith(t, p, sample, count)
+	assert.Equal(t, count, ts.Count, "units of type %q", sample)
+	return ts
 }
 
 // assertCost checks a learned cost against what the statements were made to take.
@@ -55,11 +73,9 @@ func TestTypesByDigest(t *testing.T) {
 	sleepN(t, binary, 5, "SELECT SLEEP(?)", 0.02) // COM_STMT_PREPARE and EXECUTE
 	sleepN(t, text, 20, "SELECT 1 + 2")
 
-	slow := typeWith(t, p, "SELECT SLEEP(?)")
-	assert.EqualValues(t, 10, slow.Count, "text and binary executions are one type")
+	slow := assertUnits(t, p, "SELECT SLEEP(?)", 10) // text and binary executions are one type
 	assertCost(t, slow, 20*time.Millisecond, 60*time.Millisecond)
-	fast := typeWith(t, p, "SELECT ? + ?")
-	assert.EqualValues(t, 20, fast.Count)
+	fast := assertUnits(t, p, "SELECT ? + ?", 20)
 	assertCost(t, fast, 0, 5*time.Millisecond)
 
 	// Statements inside a transaction are charged one by one too.
@@ -67,8 +83,8 @@ func TestTypesByDigest(t *testing.T) {
 	require.NoError(t, err)
 	mustExec(t, tx, "SELECT SLEEP(0.02)")
 	require.NoError(t, tx.Commit())
-	assert.EqualValues(t, 11, typeWith(t, p, "SELECT SLEEP(?)").Count)
-	assert.EqualValues(t, 1, typeWith(t, p, "COMMIT").Count)
+	assertUnits(t, p, "SELECT SLEEP(?)", 11)
+	assertUnits(t, p, "COMMIT", 1)
 
 	assert.GreaterOrEqual(t, metricValue(t, p, "gatekeeper_statements_classified_total",
 		map[string]string{"kind": "read"}), 30.0)
@@ -89,11 +105,9 @@ func TestTypesByTransaction(t *testing.T) {
 	}
 	sleepN(t, db, 3, "SELECT SLEEP(0.01)")
 
-	txn := typeWith(t, p, "TRANSACTION SELECT SLEEP(?)")
-	assert.EqualValues(t, 4, txn.Count)
+	txn := assertUnits(t, p, "TRANSACTION SELECT SLEEP(?)", 4)
 	assertCost(t, txn, 30*time.Millisecond, 90*time.Millisecond)
-	single := typeWith(t, p, "SELECT SLEEP(?)")
-	assert.EqualValues(t, 3, single.Count)
+	single := assertUnits(t, p, "SELECT SLEEP(?)", 3)
 	assertCost(t, single, 10*time.Millisecond, 40*time.Millisecond)
 }
 
@@ -110,10 +124,9 @@ func TestTypesByTag(t *testing.T) {
 	require.NoError(t, tx.Commit())
 	sleepN(t, db, 2, "SELECT 5") // untagged: typed by digest
 
-	checkout := typeWith(t, p, "checkout")
-	assert.EqualValues(t, 4, checkout.Count)
+	checkout := assertUnits(t, p, "checkout", 4)
 	assertCost(t, checkout, 20*time.Millisecond, 70*time.Millisecond)
-	assert.EqualValues(t, 2, typeWith(t, p, "SELECT ?").Count)
+	assertUnits(t, p, "SELECT ?", 2)
 }
 
 // Identity keys type every unit by who runs it.
@@ -121,8 +134,7 @@ func TestTypesByUser(t *testing.T) {
 	p := startProxy(t, func(c *config.Config) { c.Classify.TypeKey = "user" })
 	db := openDB(t, p.Addr, "interpolateParams=true")
 	sleepN(t, db, 6, "SELECT 1")
-	ts := typeWith(t, p, "user "+env.User)
-	assert.GreaterOrEqual(t, ts.Count, uint64(6), "the driver's own statements count too")
+	typeWith(t, p, "user "+env.User, 6) // the driver's own statements count too
 	for _, other := range p.Costs.Snapshot() {
 		assert.False(t, strings.HasPrefix(other.Sample, "SELECT"), "no digest types: %q", other.Sample)
 	}
