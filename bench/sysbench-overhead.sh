@@ -31,28 +31,8 @@ done
 command -v sysbench >/dev/null || { echo "sysbench is not installed (apt-get install sysbench)" >&2; exit 1; }
 [ "$SOCAT" = auto ] && { command -v socat >/dev/null && SOCAT=yes || SOCAT=no; }
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-	for pid in "${PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	if [ -n "${OWN_BACKENDS:-}" ]; then
-		GK_BACKENDS_DIR=$WORK/backends GK_BACKENDS_PORT=33306 scripts/test-backends.sh down || true
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-if [ -z "${GK_PRIMARY:-}" ]; then
-	OWN_BACKENDS=1
-	eval "$(GK_BACKENDS_DIR=$WORK/backends GK_BACKENDS_PORT=33306 scripts/test-backends.sh up)"
-fi
-PRIMARY_HOST=${GK_PRIMARY%:*} PRIMARY_PORT=${GK_PRIMARY##*:}
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-	echo $((20000 + RANDOM % 20000)); }
+. bench/lib.sh
+bench_setup 33306
 
 make -s build
 PROXY_PORT=$(free_port)

@@ -28,27 +28,8 @@ for tool in sysbench curl python3; do
 	command -v $tool >/dev/null || { echo "$tool is not installed" >&2; exit 1; }
 done
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-	for pid in "${PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	if [ -n "${OWN_BACKENDS:-}" ]; then
-		GK_BACKENDS_DIR=$WORK/backends GK_BACKENDS_PORT=34306 scripts/test-backends.sh down || true
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-if [ -z "${GK_PRIMARY:-}" ]; then
-	OWN_BACKENDS=1
-	eval "$(GK_BACKENDS_DIR=$WORK/backends GK_BACKENDS_PORT=34306 scripts/test-backends.sh up)"
-fi
-PRIMARY_PORT=${GK_PRIMARY##*:}
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. bench/lib.sh
+bench_setup 34306
 
 make -s build
 # One proxy types statements by digest, the other whole transactions. Both estimate a type's
