@@ -100,7 +100,6 @@ func TestTopAndEstimatesAcrossRestart(t *testing.T) {
 	require.NotEmpty(t, row, "no row for SELECT ? + ? in\n%s", top)
 	assert.Equal(t, "3", strings.Fields(row)[1], "count of %q", row)
 
-
 	out, err := exec.Command(gatekeeperBinary(t), "top", "--once", "--admin", freeAddr(t)).CombinedOutput()
 	assert.Error(t, err)
 	assert.Contains(t, string(out), "cannot reach the proxy's admin API")
