@@ -48,7 +48,7 @@ type session struct {
 	programName string
 	inTxn       bool
 	autocommit  bool
-	stmts       map[uint32]prepared // by statement id
+	stmts       map[uint32]statement // prepared statements by id
 	unit        unit
 
 	// cls classifies the statements; stmt is what it said of the current command's.
@@ -97,7 +97,7 @@ func newSession(srv *Server, id uint64, conn net.Conn) *session {
 		ctx:    ctx,
 		cancel: cancel,
 		client: protocol.NewConn(conn),
-		stmts:  map[uint32]prepared{},
+		stmts:  map[uint32]statement{},
 		cls:    classify.New(),
 	}
 }
@@ -281,7 +281,7 @@ func (s *session) beginUnit() bool {
 	s.backend = b
 	protocol.Pair(s.client, b)
 	s.relay.Backend = b
-	s.unit = unit{open: true, typ: unitType{sample: s.unit.typ.sample[:0]}}
+	s.unit.open = true // endUnit left the rest zero
 	return true
 }
 

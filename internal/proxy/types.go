@@ -22,7 +22,8 @@ const (
 	// keyTag: a unit is typed by the first gk:type tag of its statements, else as under
 	// keyTransaction.
 	keyTag
-	// keyUser, keySchema, keyProgram: a unit is typed by who runs it.
+	// keyUser, keySchema, keyProgram: a unit is typed by who runs it. They stay last:
+	// typeStatement tells them by typeKey >= keyUser.
 	keyUser
 	keySchema
 	keyProgram
@@ -41,20 +42,13 @@ const (
 	saltIdentity    = 0x4944454e54495459 // "IDENTITY"
 )
 
-// statement is what the classifier found in the statement of the current command.
+// statement is what the classifier found in a statement: that of the current command, or
+// one prepared earlier (kept so that each execution is typed by its text).
 type statement struct {
 	valid  bool
 	hash   uint64
 	kind   classify.Kind
-	digest []byte // valid until the next command
-	tag    []byte // valid until the next command
-}
-
-// prepared is a prepared statement, remembered so that each execution is typed by its text.
-type prepared struct {
-	hash   uint64
-	kind   classify.Kind
-	digest []byte
+	digest []byte // of the current command: valid until the next command
 	tag    []byte
 }
 
@@ -85,22 +79,15 @@ func (s *session) classifyCommand(cmd byte) {
 		s.stmt = statement{valid: true, hash: r.Hash, kind: r.Kind, digest: r.Digest, tag: r.Tag}
 	case mysql.COM_STMT_EXECUTE:
 		if p := s.cmd.Payload; len(p) >= 5 {
-			if ps, ok := s.stmts[binary.LittleEndian.Uint32(p[1:])]; ok {
-				s.stmt = statement{valid: true, hash: ps.hash, kind: ps.kind, digest: ps.digest, tag: ps.tag}
-			}
+			s.stmt = s.stmts[binary.LittleEndian.Uint32(p[1:])]
 		}
 	}
 }
 
 // rememberPrepared keeps the classification of a statement the backend just prepared.
 func (s *session) rememberPrepared(id uint32) {
-	ps := prepared{}
-	if s.stmt.valid {
-		ps = prepared{hash: s.stmt.hash, kind: s.stmt.kind, digest: bytes.Clone(s.stmt.digest)}
-		if s.stmt.tag != nil {
-			ps.tag = bytes.Clone(s.stmt.tag)
-		}
-	}
+	ps := s.stmt
+	ps.digest, ps.tag = bytes.Clone(ps.digest), bytes.Clone(ps.tag)
 	s.stmts[id] = ps
 }
 
@@ -118,8 +105,8 @@ func (s *session) typeStatement(cmd byte, elapsed time.Duration) {
 	u := &s.unit.typ
 	first := !u.typed
 	u.typed = true
-	if u.settled {
-		return
+	if u.settled || s.srv.typeKey >= keyUser {
+		return // identity keys need no statement text
 	}
 	switch {
 	case s.srv.typeKey == keyTag && st.tag != nil:
@@ -141,24 +128,22 @@ func (s *session) recordUnit() {
 	if costs == nil || !u.typed {
 		return
 	}
-	var who string
+	var who, name string
 	switch s.srv.typeKey {
 	case keyDigest:
 		return
 	case keyUser:
-		who = "user "
-		u.sample = append(append(u.sample[:0], who...), s.user...)
+		who, name = "user ", s.user
 	case keySchema:
-		who = "schema "
-		u.sample = append(append(u.sample[:0], who...), s.schema...)
+		who, name = "schema ", s.schema
 	case keyProgram:
-		who = "program_name "
-		u.sample = append(append(u.sample[:0], who...), s.programName...)
+		who, name = "program_name ", s.programName
 	}
 	key, sample := u.hash, u.sample
 	switch {
 	case who != "":
-		key = classify.Hash(u.sample) ^ saltIdentity
+		sample = append(append(u.sample[:0], who...), name...)
+		key = classify.Hash(sample) ^ saltIdentity
 	case s.unit.txn && !u.tagged:
 		s.sampleBuf = append(append(s.sampleBuf[:0], "TRANSACTION "...), u.sample...)
 		key, sample = key^saltTransaction, s.sampleBuf
