@@ -770,13 +770,7 @@ func (c *Classifier) deleteHead() {
 		if !c.isName(p) {
 			return
 		}
-		c.next()
-		var tbl Table
-		tbl.Name = c.name(p)
-		if c.peek(0).kind == tDot && isQualifiedPart(c.peek(1)) {
-			c.next()
-			tbl.Schema, tbl.Name = tbl.Name, c.name(c.next())
-		}
+		tbl := c.tableName()
 		if c.peek(0).kind == tDot && c.peek(1).kind == tOp {
 			c.next()
 			c.next() // .*
@@ -1011,12 +1005,7 @@ func (c *Classifier) tableRef(mode tableMode, alias bool) {
 	if t.kind == tWord && t.kw != kwNone && c.peek(1).kind == tLParen && t.flags&function != 0 {
 		return // a table function such as JSON_TABLE(...)
 	}
-	c.next()
-	tbl := Table{Name: c.name(t)}
-	if c.peek(0).kind == tDot && isQualifiedPart(c.peek(1)) {
-		c.next()
-		tbl.Schema, tbl.Name = tbl.Name, c.name(c.next())
-	}
+	tbl := c.tableName()
 	c.last.fnWord = false // a column list after a table name is not a call: t (a, b)
 	i := c.addTable(mode, tbl)
 	if !alias {
@@ -1036,6 +1025,16 @@ func (c *Classifier) tableRef(mode tableMode, alias bool) {
 	if i >= 0 && mode == modeRead {
 		c.aliases[i] = c.name(p)
 	}
+}
+
+// tableName consumes [schema.]name, the next token being a name.
+func (c *Classifier) tableName() Table {
+	tbl := Table{Name: c.name(c.next())}
+	if c.peek(0).kind == tDot && isQualifiedPart(c.peek(1)) {
+		c.next()
+		tbl.Schema, tbl.Name = tbl.Name, c.name(c.next())
+	}
+	return tbl
 }
 
 // addTable records a table unless it is a common table expression or already listed. It
