@@ -54,8 +54,8 @@ func Live(ctx context.Context, c *Client, v View, interval time.Duration, in *os
 	}
 }
 
-func draw(out io.Writer, v View, f *Frame, err error) {
-	if w, h, e := term.GetSize(int(os.Stdout.Fd())); e == nil {
+func draw(out *os.File, v View, f *Frame, err error) {
+	if w, h, e := term.GetSize(int(out.Fd())); e == nil {
 		v.Width = w
 		v.Limit = max(h-7, 1)
 	}
