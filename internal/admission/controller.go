@@ -1,0 +1,606 @@
+package admission
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// State is where a ticket's unit is.
+type State uint8
+
+const (
+	// Idle: not in the controller (never arrived, refused, timed out, or released).
+	Idle State = iota
+	// Blocked: waiting in the session gate's blocking queue.
+	Blocked
+	// Queued: waiting for capacity.
+	Queued
+	// Admitted: running; its cost is charged until Release.
+	Admitted
+)
+
+func (s State) String() string {
+	return [...]string{"idle", "blocked", "queued", "admitted"}[s]
+}
+
+// Request describes a unit asking for admission.
+type Request struct {
+	// Type is the unit's request type key, for listings.
+	Type uint64
+	// Cost is the unit's expected cost, charged while it runs.
+	Cost time.Duration
+	// Txn says the unit is a transaction, for max_open_transactions.
+	Txn bool
+	// Accepted says the unit's session was admitted before (AWAIT).
+	Accepted bool
+	// Conn identifies the client connection, for listings.
+	Conn uint64
+}
+
+// Heap slots of Ticket.pos.
+const (
+	slotOrder    = iota // the order heap, or the blocking queue
+	slotBound           // the aging-bound heap
+	slotDeadline        // the deadline heap
+)
+
+// Ticket carries one unit through admission. The caller owns it and may reuse it for its
+// next unit once the previous one is Idle again. Its fields belong to the Controller.
+type Ticket struct {
+	req      Request
+	state    State
+	seq      uint64
+	arrived  time.Time
+	deadline time.Time
+	// bound is when the unit has waited Aging times its cost.
+	bound time.Time
+	// waited is how long the unit waited before admission.
+	waited time.Duration
+	pos    [3]int
+	// gated: the unit holds an active slot of the session gate.
+	gated bool
+	// lane: the unit runs in the lengthy lane, inside the reserve.
+	lane bool
+	// held: the transaction waits aside for an open transaction to end.
+	held  bool
+	err   error
+	ready chan struct{}
+}
+
+// State returns where the unit is.
+func (t *Ticket) State() State { return t.state }
+
+// Waited returns how long the admitted unit waited.
+func (t *Ticket) Waited() time.Duration { return t.waited }
+
+// Err returns why the unit was refused, once it is Idle.
+func (t *Ticket) Err() error { return t.err }
+
+// Controller admits units against the capacity.
+type Controller struct {
+	clock Clock
+
+	mu  sync.Mutex
+	cfg Config
+	seq uint64
+
+	load     time.Duration // expected cost of the running units
+	running  int
+	openTxns int
+	lane     int // lengthy units running inside the reserve
+
+	order     heap // units waiting for capacity, in discipline order
+	bound     heap // the same units by aging bound (SJF with aging only)
+	deadlines heap // every waiting unit by deadline
+	blocked   heap // the session gate's blocking queue, in arrival order
+	// held are transactions that reached the head of the queue while
+	// max_open_transactions were open: they wait aside, in arrival order, so that units
+	// that are not transactions are not held behind them.
+	held heap
+
+	gate    gate
+	reserve reserve
+	stats   Counters
+}
+
+// Counters count what happened to units since start.
+type Counters struct {
+	Admitted uint64
+	// Queued counts units that had to wait (they are counted again when admitted or not).
+	Queued            uint64
+	QueueFull         uint64
+	TimedOut          uint64
+	Canceled          uint64
+	NewSessionRefused uint64
+	SessionAborted    uint64
+}
+
+// New returns a controller for cfg, which must be valid, on clock (nil: the system clock).
+func New(cfg Config, clock Clock) *Controller {
+	if clock == nil {
+		clock = SystemClock{}
+	}
+	c := &Controller{clock: clock, cfg: cfg}
+	c.deadlines = heap{less: byDeadline, slot: slotDeadline}
+	c.blocked = heap{less: bySeq, slot: slotOrder}
+	c.held = heap{less: bySeq, slot: slotOrder}
+	c.bound = heap{less: byBound, slot: slotBound}
+	c.order = heap{less: orderFor(cfg), slot: slotOrder}
+	c.gate.init(cfg.Sessions)
+	return c
+}
+
+func bySeq(a, b *Ticket) bool { return a.seq < b.seq }
+
+func byCost(a, b *Ticket) bool {
+	if a.req.Cost != b.req.Cost {
+		return a.req.Cost < b.req.Cost
+	}
+	return a.seq < b.seq
+}
+
+func byBound(a, b *Ticket) bool {
+	if !a.bound.Equal(b.bound) {
+		return a.bound.Before(b.bound)
+	}
+	return a.seq < b.seq
+}
+
+func byDeadline(a, b *Ticket) bool {
+	if !a.deadline.Equal(b.deadline) {
+		return a.deadline.Before(b.deadline)
+	}
+	return a.seq < b.seq
+}
+
+func orderFor(cfg Config) func(a, b *Ticket) bool {
+	if cfg.Discipline == SJF {
+		return byCost
+	}
+	return bySeq
+}
+
+func (c *Controller) aging() bool { return c.cfg.Discipline == SJF && c.cfg.Aging > 0 }
+
+// Arrive asks admission for a unit. It never blocks: the unit is Admitted, or waits
+// (Queued or Blocked; see Wait), or is refused (Idle, with the reason as the error).
+func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	*t = Ticket{req: req, seq: c.seq, arrived: now, pos: [3]int{-1, -1, -1}, ready: t.ready}
+	if t.ready != nil {
+		select { // a signal left from an earlier unit
+		case <-t.ready:
+		default:
+		}
+	}
+	if c.cfg.Sessions.ActiveLimit > 0 {
+		switch c.gate.arrive(&c.cfg.Sessions, req.Accepted, c.blocked.len()) {
+		case gatePass:
+			t.gated = true
+		case gateBlock:
+			c.wait(t, now)
+			c.blocked.push(t)
+			t.state = Blocked
+			return Blocked, nil
+		case gateRefuseNew:
+			c.stats.NewSessionRefused++
+			t.err = ErrNewSession
+			return Idle, t.err
+		case gateRefuseAccepted:
+			c.stats.SessionAborted++
+			t.err = ErrBlockingQueueFull
+			return Idle, t.err
+		}
+	}
+	if c.order.len() == 0 {
+		if ok, lane := c.fits(t); ok {
+			c.admit(t, now, lane)
+			return Admitted, nil
+		}
+	}
+	if c.order.len()+c.held.len() >= c.cfg.MaxQueue {
+		c.stats.QueueFull++
+		if t.gated {
+			c.leaveGate(now)
+		}
+		t.err = ErrQueueFull
+		return Idle, t.err
+	}
+	c.wait(t, now)
+	c.enqueue(t)
+	c.dispatch(now)
+	return t.state, t.err
+}
+
+// wait sets a unit up to wait from now.
+func (c *Controller) wait(t *Ticket, now time.Time) {
+	t.deadline = now.Add(c.cfg.QueueTimeout)
+	if t.ready == nil {
+		t.ready = make(chan struct{}, 1)
+	}
+	c.deadlines.push(t)
+	c.stats.Queued++
+}
+
+// enqueue puts a waiting unit in the queue for capacity.
+func (c *Controller) enqueue(t *Ticket) {
+	t.state = Queued
+	c.order.push(t)
+	if c.aging() {
+		t.bound = t.arrived.Add(time.Duration(c.cfg.Aging * float64(t.req.Cost)))
+		c.bound.push(t)
+	}
+}
+
+// fits says whether t may start now, and whether it would run in the lengthy lane.
+func (c *Controller) fits(t *Ticket) (ok, lane bool) {
+	cfg := &c.cfg
+	if cfg.MaxConcurrency > 0 && c.running >= cfg.MaxConcurrency {
+		return false, false
+	}
+	if t.req.Txn && cfg.MaxOpenTransactions > 0 && c.openTxns >= cfg.MaxOpenTransactions {
+		return false, false
+	}
+	cost := t.req.Cost
+	lengthy := cfg.Reserve.Floor > 0 && cost >= cfg.Reserve.QuickCutoff
+	if c.running == 0 {
+		// Alone: even a unit larger than the whole capacity runs.
+		return true, lengthy && cfg.Capacity-cost < c.reserveValue()
+	}
+	if c.load+cost > cfg.Capacity {
+		return false, false
+	}
+	if lengthy && cfg.Capacity-c.load-cost < c.reserveValue() {
+		// It would eat into the reserve: only in the lengthy lane.
+		return c.lane < cfg.Reserve.LengthyLane, true
+	}
+	return true, false
+}
+
+func (c *Controller) reserveValue() time.Duration {
+	return max(c.reserve.value, c.cfg.Reserve.Floor)
+}
+
+func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
+	t.state = Admitted
+	t.waited = now.Sub(t.arrived)
+	t.lane = lane
+	c.load += t.req.Cost
+	c.running++
+	if t.req.Txn {
+		c.openTxns++
+	}
+	if lane {
+		c.lane++
+	}
+	c.stats.Admitted++
+}
+
+// pick returns the waiting unit to admit next: the head of the queue, unless admitting it
+// would keep the unit with the earliest aging bound waiting past that bound.
+func (c *Controller) pick(now time.Time) *Ticket {
+	head := c.order.min()
+	if !c.aging() {
+		return head
+	}
+	if e := c.bound.min(); e != head && now.Add(head.req.Cost).After(e.bound) {
+		return e
+	}
+	return head
+}
+
+// dispatch admits waiting units while the next one fits.
+func (c *Controller) dispatch(now time.Time) {
+	for c.order.len() > 0 {
+		t := c.pick(now)
+		ok, lane := c.fits(t)
+		if !ok && c.txnCapped(t) {
+			c.unqueue(t)
+			c.deadlines.push(t)
+			t.held = true
+			c.held.push(t)
+			continue
+		}
+		if !ok {
+			return
+		}
+		c.unqueue(t)
+		c.admit(t, now, lane)
+		signal(t)
+	}
+}
+
+// txnCapped says whether t is a transaction kept out by max_open_transactions alone.
+func (c *Controller) txnCapped(t *Ticket) bool {
+	return t.req.Txn && c.cfg.MaxOpenTransactions > 0 && c.openTxns >= c.cfg.MaxOpenTransactions
+}
+
+// unqueue takes a unit out of the heaps it waits in.
+func (c *Controller) unqueue(t *Ticket) {
+	switch {
+	case t.held:
+		c.held.remove(t)
+		t.held = false
+	case t.state == Queued:
+		c.order.remove(t)
+		if t.pos[slotBound] >= 0 {
+			c.bound.remove(t)
+		}
+	case t.state == Blocked:
+		c.blocked.remove(t)
+	}
+	c.deadlines.remove(t)
+}
+
+func signal(t *Ticket) {
+	select {
+	case t.ready <- struct{}{}:
+	default:
+	}
+}
+
+// refuse ends the wait of a unit with err.
+func (c *Controller) refuse(t *Ticket, err error, now time.Time) {
+	c.unqueue(t)
+	t.state, t.err = Idle, err
+	if t.gated {
+		c.leaveGate(now)
+	}
+	signal(t)
+}
+
+// leaveGate gives back an active slot of the session gate, or hands it to the first unit
+// of the blocking queue.
+func (c *Controller) leaveGate(now time.Time) {
+	if !c.gate.leave(&c.cfg.Sessions, c.blocked.len()) {
+		return
+	}
+	t := c.blocked.min()
+	c.blocked.remove(t)
+	t.gated = true
+	c.enqueue(t)
+	c.dispatch(now)
+}
+
+// Release ends an admitted unit that kept the backend busy for busy: its charge is
+// returned and waiting units are admitted into the room.
+func (c *Controller) Release(t *Ticket, busy time.Duration) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.state != Admitted {
+		return
+	}
+	t.state = Idle
+	c.load -= t.req.Cost
+	c.running--
+	if t.req.Txn {
+		c.openTxns--
+		if h := c.held.min(); h != nil {
+			c.held.remove(h)
+			h.held = false
+			c.enqueue(h)
+		}
+	}
+	if t.lane {
+		c.lane--
+	}
+	if c.cfg.Sessions.ActiveLimit > 0 {
+		c.gate.complete(&c.cfg.Sessions, t.waited+busy)
+		if t.gated {
+			c.leaveGate(now)
+		}
+	}
+	c.dispatch(now)
+}
+
+// Cancel takes a waiting unit out (its client went away). It returns false when the unit
+// was not waiting: if it was admitted meanwhile, the caller must Release it.
+func (c *Controller) Cancel(t *Ticket) bool {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.state != Queued && t.state != Blocked {
+		return false
+	}
+	c.stats.Canceled++
+	c.refuse(t, ErrCanceled, now)
+	c.dispatch(now)
+	return true
+}
+
+// Expire refuses every unit whose deadline has passed at now.
+func (c *Controller) Expire(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expire(now)
+}
+
+func (c *Controller) expire(now time.Time) {
+	n := 0
+	for t := c.deadlines.min(); t != nil && !t.deadline.After(now); t = c.deadlines.min() {
+		c.stats.TimedOut++
+		c.refuse(t, ErrTimeout, now)
+		n++
+	}
+	if n > 0 {
+		c.dispatch(now)
+	}
+}
+
+// Tick does the periodic work at now: expired units are refused and the reserve moves.
+// The proxy calls it a few times a second; the simulator at every step.
+func (c *Controller) Tick(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expire(now)
+	if c.cfg.Reserve.Floor > 0 {
+		c.reserve.update(c.cfg.Reserve.Floor, max(c.cfg.Capacity-c.load, 0), now)
+		c.dispatch(now)
+	}
+}
+
+// Wait blocks until a waiting unit is admitted (nil), refused (its reason), or ctx ends
+// (ErrCanceled; the unit is then out of the controller either way). It uses the wall clock
+// for the unit's deadline.
+func (c *Controller) Wait(ctx context.Context, t *Ticket) error {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		c.mu.Lock()
+		state, err, deadline := t.state, t.err, t.deadline
+		c.mu.Unlock()
+		switch state {
+		case Admitted:
+			return nil
+		case Idle:
+			return err
+		}
+		d := deadline.Sub(c.clock.Now())
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-t.ready:
+		case <-timer.C:
+			c.Expire(c.clock.Now())
+		case <-ctx.Done():
+			if !c.Cancel(t) {
+				c.Release(t, 0)
+			}
+			return ErrCanceled
+		}
+	}
+}
+
+// Configure swaps the policy. Waiting units keep their place and deadlines; the queue is
+// reordered when the discipline or the aging changed.
+func (c *Controller) Configure(cfg Config) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.cfg
+	c.cfg = cfg
+	if old.Discipline != cfg.Discipline || old.Aging != cfg.Aging {
+		waiting := slices.Clone(c.order.items)
+		for _, t := range waiting {
+			t.pos[slotOrder], t.pos[slotBound] = -1, -1
+		}
+		c.order.reset(orderFor(cfg))
+		c.bound.reset(byBound)
+		for _, t := range waiting {
+			c.enqueue(t)
+		}
+	}
+	if old.Sessions.BlockingQueue != cfg.Sessions.BlockingQueue || old.Sessions.SLO != cfg.Sessions.SLO {
+		c.gate.b = cfg.Sessions.BlockingQueue
+	}
+	if cfg.Sessions.ActiveLimit == 0 {
+		// Gate off: let the blocked units in.
+		for c.blocked.len() > 0 {
+			t := c.blocked.min()
+			c.blocked.remove(t)
+			c.enqueue(t)
+		}
+		c.gate = gate{}
+		c.gate.init(cfg.Sessions)
+	}
+	c.dispatch(now)
+}
+
+// Snapshot is the controller's state at one moment.
+type Snapshot struct {
+	Time       time.Time
+	Discipline Discipline
+	Aging      float64
+	Capacity   time.Duration
+	Load       time.Duration
+	Running    int
+	Queued     int
+	OpenTxns   int
+	// Session gate (when ActiveLimit > 0).
+	ActiveLimit   int
+	Active        int
+	Blocked       int
+	BlockingQueue int
+	AdmitNew      bool
+	Overload      bool
+	// Reserve (when its floor is set).
+	Reserve time.Duration
+	Lane    int
+	Counters
+}
+
+// Snapshot returns the current state and counters.
+func (c *Controller) Snapshot() Snapshot {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Snapshot{
+		Time: now, Discipline: c.cfg.Discipline, Aging: c.cfg.Aging,
+		Capacity: c.cfg.Capacity, Load: c.load, Running: c.running,
+		Queued: c.order.len() + c.held.len(), OpenTxns: c.openTxns,
+		ActiveLimit: c.cfg.Sessions.ActiveLimit, Active: c.gate.active,
+		Blocked: c.blocked.len(), BlockingQueue: c.gate.b,
+		AdmitNew: c.gate.admitNew, Overload: c.gate.overload,
+		Lane: c.lane, Counters: c.stats,
+	}
+	if c.cfg.Reserve.Floor > 0 {
+		s.Reserve = c.reserveValue()
+	}
+	return s
+}
+
+// Waiter is a waiting unit, for listings.
+type Waiter struct {
+	Type    uint64
+	Conn    uint64
+	Cost    time.Duration
+	Waited  time.Duration
+	Blocked bool
+}
+
+// Waiting lists up to limit waiting units: those waiting for capacity in the order the
+// queue holds them (with aging, a unit past its bound may go first), then the blocked
+// ones in arrival order.
+func (c *Controller) Waiting(limit int) []Waiter {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	queued := slices.Clone(c.order.items)
+	queued = append(queued, c.held.items...)
+	blocked := slices.Clone(c.blocked.items)
+	less := c.order.less
+	slices.SortFunc(queued, func(a, b *Ticket) int { return cmpBy(less, a, b) })
+	slices.SortFunc(blocked, func(a, b *Ticket) int { return cmpBy(bySeq, a, b) })
+	out := make([]Waiter, 0, min(limit, len(queued)+len(blocked)))
+	for _, t := range append(queued, blocked...) {
+		if len(out) >= limit {
+			break
+		}
+		out = append(out, Waiter{Type: t.req.Type, Conn: t.req.Conn, Cost: t.req.Cost,
+			Waited: now.Sub(t.arrived), Blocked: t.state == Blocked})
+	}
+	return out
+}
+
+func cmpBy(less func(a, b *Ticket) bool, a, b *Ticket) int {
+	switch {
+	case less(a, b):
+		return -1
+	case less(b, a):
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,160 @@
+package admission
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// simUnit is a unit in the adversarial runs: its ticket and how long it really runs.
+type simUnit struct {
+	t      Ticket
+	actual time.Duration
+	end    time.Time
+}
+
+// runAdversarial drives a controller with random arrivals (costs spread over three orders
+// of magnitude, actual run times off the estimate by up to 2x either way, bursts) and
+// calls check for every unit the step admitted, with the units still waiting.
+func runAdversarial(t *testing.T, cfg Config, seed uint64, check func(now time.Time, s *simUnit, waiting []*simUnit)) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	clock := NewManualClock(time.Unix(0, 0))
+	c := New(cfg, clock)
+	var units, running, started []*simUnit
+	waiting := map[*simUnit]bool{}
+	var still []*simUnit
+	deepest := 0
+	// step finds the units the last operation admitted or refused.
+	step := func(arrived *simUnit) {
+		now := clock.Now()
+		if arrived != nil {
+			waiting[arrived] = true
+		}
+		var admitted []*simUnit
+		still = still[:0]
+		for u := range waiting {
+			switch u.t.State() {
+			case Admitted:
+				admitted = append(admitted, u)
+				delete(waiting, u)
+			case Idle:
+				delete(waiting, u)
+			default:
+				still = append(still, u)
+			}
+		}
+		deepest = max(deepest, len(still))
+		for _, u := range admitted {
+			u.end = now.Add(u.actual)
+			started = append(started, u)
+			check(now, u, still)
+		}
+	}
+	for i := 0; i < 2000; i++ {
+		// Arrivals: sometimes a burst.
+		n := 1
+		if rng.IntN(10) == 0 {
+			n = 1 + rng.IntN(30)
+		}
+		for j := 0; j < n; j++ {
+			cost := time.Duration(math.Pow(10, 3*rng.Float64())) * time.Millisecond // 1ms..1s
+			u := &simUnit{actual: time.Duration(float64(cost) * (0.5 + 1.5*rng.Float64()))}
+			units = append(units, u)
+			_, _ = c.Arrive(&u.t, Request{Cost: cost})
+			step(u)
+		}
+		clock.Advance(time.Duration(rng.IntN(120)) * time.Millisecond)
+		cur := append(running, started...)
+		started = nil
+		running = finish(c, clock.Now(), cur, step)
+	}
+	// Drain: everything ends, nothing is left charged.
+	for len(running) > 0 || len(started) > 0 {
+		clock.Advance(50 * time.Millisecond)
+		cur := append(running, started...)
+		started = nil
+		running = finish(c, clock.Now(), cur, step)
+	}
+	require.Greater(t, deepest, 50, "the run must build a queue")
+	s := c.Snapshot()
+	require.Zero(t, s.Load)
+	require.Zero(t, s.Running)
+	require.Zero(t, s.Queued)
+	require.Equal(t, uint64(len(units)), s.Admitted+s.TimedOut+s.QueueFull, "every unit is admitted or refused once")
+}
+
+// finish releases the units that have ended by now, ticks, and returns those still running.
+func finish(c *Controller, now time.Time, running []*simUnit, step func(*simUnit)) []*simUnit {
+	var kept []*simUnit
+	for _, u := range running {
+		if !u.end.After(now) {
+			c.Release(&u.t, u.actual)
+			step(nil)
+		} else {
+			kept = append(kept, u)
+		}
+	}
+	c.Tick(now)
+	step(nil)
+	return kept
+}
+
+// TestAgingBoundHolds: under SJF with aging, a unit is admitted ahead of a waiting one only
+// if it ends before the waiting one reaches its bound, or the waiting one's bound is no
+// earlier than its own (both overdue: the most overdue goes first).
+func TestAgingBoundHolds(t *testing.T) {
+	for _, x := range []float64{0.5, 1, 2, 5, 20} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			cfg := Config{Capacity: 3 * time.Second, Discipline: SJF, Aging: x,
+				QueueTimeout: time.Hour, MaxQueue: 1 << 20}
+			checked := 0
+			runAdversarial(t, cfg, seed, func(now time.Time, s *simUnit, waiting []*simUnit) {
+				for _, w := range waiting {
+					if now.Add(s.t.req.Cost).After(w.t.bound) && s.t.bound.After(w.t.bound) {
+						t.Fatalf("aging %g seed %d: unit of cost %s admitted at %s past the bound %s of a unit of cost %s",
+							x, seed, s.t.req.Cost, now, w.t.bound, w.t.req.Cost)
+					}
+					checked++
+				}
+			})
+			require.Positive(t, checked, "the run must build a queue")
+		}
+	}
+}
+
+// TestSJFAdmitsShortestFirst: without aging no waiting unit is cheaper than one admitted.
+func TestSJFAdmitsShortestFirst(t *testing.T) {
+	cfg := Config{Capacity: 3 * time.Second, Discipline: SJF, QueueTimeout: time.Hour, MaxQueue: 1 << 20}
+	runAdversarial(t, cfg, 7, func(now time.Time, s *simUnit, waiting []*simUnit) {
+		for _, w := range waiting {
+			require.GreaterOrEqual(t, w.t.req.Cost, s.t.req.Cost)
+		}
+	})
+}
+
+// TestFIFOAdmitsInArrivalOrder: under FIFO no waiting unit arrived before one admitted,
+// and timeouts and a full queue keep the books right.
+func TestFIFOAdmitsInArrivalOrder(t *testing.T) {
+	cfg := Config{Capacity: 3 * time.Second, Discipline: FIFO, QueueTimeout: 2 * time.Second, MaxQueue: 200}
+	runAdversarial(t, cfg, 11, func(now time.Time, s *simUnit, waiting []*simUnit) {
+		for _, w := range waiting {
+			require.Greater(t, w.t.seq, s.t.seq)
+		}
+	})
+}
+
+// TestReserveFollowsTable2 replays the template servers paper's Table 2 (floor 20).
+func TestReserveFollowsTable2(t *testing.T) {
+	spare := []int{35, 24, 17, 21, 30, 36, 38, 37, 35, 39}
+	want := []int{20, 20, 26, 31, 32, 30, 26, 21, 20, 20} // the reserve after each second
+	var r reserve
+	now := time.Unix(0, 0)
+	for i, s := range spare {
+		now = now.Add(time.Second)
+		got := r.update(20*time.Millisecond, time.Duration(s)*time.Millisecond, now)
+		require.Equal(t, time.Duration(want[i])*time.Millisecond, got, "second %d, spare %d", i+1, s)
+	}
+}
