@@ -72,7 +72,7 @@ type Result struct {
 	UnknownTables bool
 	Read          []Table
 	Written       []Table
-	// Tag is NAME from a leading /* gk:type=NAME */ comment, or nil.
+	// Tag is NAME from the first /* gk:type=NAME */ comment, or nil.
 	Tag []byte
 	// TxnStart and TxnEnd tell that the statement starts or ends a transaction explicitly
 	// (COMMIT AND CHAIN does both).

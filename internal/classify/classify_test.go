@@ -139,7 +139,9 @@ func TestClassify(t *testing.T) {
 		{"SELECT /*! STRAIGHT_JOIN */ a FROM t /* FOR UPDATE */", "read read=t"},
 		{"/* gk:type=checkout */ SELECT 1", "read tag=checkout"},
 		{"/*gk:type=best_sellers*/ SELECT 1", "read tag=best_sellers"},
-		{"SELECT 1 /* gk:type=late */", "read"},
+		// a tag anywhere counts (sqlcommenter appends it); the first one wins
+		{"SELECT 1 /* gk:type=late */", "read tag=late"},
+		{"SELECT /* gk:type=inner */ 1 /* gk:type=second */", "read tag=inner"},
 	}
 	c := New()
 	for _, tc := range cases {

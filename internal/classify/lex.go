@@ -35,14 +35,13 @@ type token struct {
 
 // lexer splits a statement into tokens. Comments are skipped, except that the text of
 // executable comments (/*!NNNNN ... */ and /*M!NNNNNN ... */) is read as code. The request
-// tag of a comment before the first token is kept.
+// tag of the first comment that carries one is kept, wherever it stands (before the first
+// token, as most tools put it, after a keyword, or at the end, as sqlcommenter does).
 type lexer struct {
 	src []byte
 	pos int
 	// inExec is set inside an executable comment.
 	inExec bool
-	// started is set once the first token was read.
-	started bool
 	// broken is set when the text ends inside a string, quoted identifier or comment.
 	broken bool
 	tag    []byte
@@ -131,7 +130,7 @@ func (l *lexer) comment() {
 	}
 	text := src[body : body+end]
 	l.pos = body + end + 2
-	if !l.started && l.tag == nil {
+	if l.tag == nil {
 		if i := bytes.Index(text, tagPrefix); i >= 0 {
 			name := text[i+len(tagPrefix):]
 			n := 0
@@ -154,7 +153,6 @@ func (l *lexer) next(t *token) {
 	if start >= len(src) {
 		return
 	}
-	l.started = true
 	c := src[start]
 	switch {
 	case c == '\'' || c == '"':
