@@ -17,12 +17,7 @@ import (
 
 // newCostTable returns the estimator table configured by c.
 func newCostTable(c config.Estimator) (*estimator.Table, error) {
-	return estimator.New(estimator.Config{
-		Weight:      c.Weight,
-		Window:      c.Window,
-		MaxTypes:    c.MaxTypes,
-		DefaultCost: c.DefaultCost,
-	})
+	return estimator.New(estimatorConfig(c))
 }
 
 // stateFile is where the estimates are kept across restarts, or "" for nowhere.
@@ -128,10 +123,3 @@ func (s typesSource) Types() admin.TypesResponse {
 func (s typesSource) ResetTypes() { s.table.Reset() }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// admissionOff answers /api/v1/queue while admission control does not run.
-type admissionOff struct{}
-
-func (admissionOff) Queue() admin.QueueResponse {
-	return admin.QueueResponse{Time: time.Now()}
-}

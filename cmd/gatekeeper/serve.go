@@ -42,22 +42,25 @@ func newServeCommand() *cobra.Command {
 	flags.String("primary", "", "primary backend host:port (backends.primary; default 127.0.0.1:3306)")
 	flags.StringArray("replica", nil, "replica backend host:port, repeatable (backends.replicas)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := config.Load(config.Sources{
-			File:  file,
-			Flags: flags,
-			FlagKeys: map[string]string{
-				"listen":       "listen",
-				"admin-listen": "admin.listen",
-				"primary":      "backends.primary",
-				"replica":      "backends.replicas",
-			},
-		})
+		load := func() (config.Config, error) {
+			return config.Load(config.Sources{
+				File:  file,
+				Flags: flags,
+				FlagKeys: map[string]string{
+					"listen":       "listen",
+					"admin-listen": "admin.listen",
+					"primary":      "backends.primary",
+					"replica":      "backends.replicas",
+				},
+			})
+		}
+		cfg, err := load()
 		if err != nil {
 			return err
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		return serve(ctx, cfg, newLogger(cfg.Log))
+		return serve(ctx, cfg, load, newLogger(cfg.Log))
 	}
 	return cmd
 }
@@ -72,8 +75,9 @@ func newLogger(c config.Log) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-// serve runs the proxy and its admin listener until ctx ends, then drains.
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+// serve runs the proxy and its admin listener until ctx ends, then drains. load re-reads
+// the configuration for a reload.
+func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -101,6 +105,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	rl := &reloader{load: load, cur: cfg, srv: srv, costs: costs, log: log, enabled: cfg.Admission.Enabled}
 
 	primary := replicas.NewProbe(cfg.Backends.Primary, cfg.Backends.ConnectTimeout, 2*time.Second)
 	draining := make(chan struct{}) // closed when the drain begins: no longer ready
@@ -125,7 +130,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			Gatherer: reg,
 			Ready:    ready,
 			Types:    typesSource{table: costs, cfg: cfg.Estimator, typeKey: cfg.Classify.TypeKey},
-			Queue:    admissionOff{},
+			Queue:    queueSource{srv: srv, costs: costs, enabled: rl.admissionEnabled},
+			Reload:   rl.reload,
 		})
 		adminSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		go func() { // ends when adminSrv is shut down
@@ -138,7 +144,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }() // ends when Shutdown closes ln
 	log.Info("gatekeeper started", "version", buildVersion(), "listen", ln.Addr().String(),
-		"admin", cfg.Admin.Listen, "primary", cfg.Backends.Primary, "mode", "passthrough")
+		"admin", cfg.Admin.Listen, "primary", cfg.Backends.Primary, "mode", "passthrough",
+		"admission", cfg.Admission.Enabled)
 	if _, err := sdnotify.Send(sdnotify.Ready); err != nil {
 		log.Warn("cannot notify systemd", "err", err)
 	}
@@ -169,7 +176,8 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-hup:
-			log.Warn("SIGHUP received: configuration reload is not supported yet; restart to apply changes")
+			_ = rl.reload() // logged
+
 		case <-saveTick:
 			save()
 		case err := <-serveErr:

@@ -44,6 +44,9 @@ type Sources struct {
 	Ready    Checker
 	Types    Types
 	Queue    Queue
+	// Reload re-reads the configuration and applies what can change at runtime; without
+	// it /-/reload answers 404.
+	Reload func() error
 }
 
 // Handler returns the admin HTTP handler:
@@ -54,6 +57,7 @@ type Sources struct {
 //	GET  /api/v1/types           request types and their estimated costs (TypesResponse)
 //	POST /api/v1/types/reset     forget every estimate
 //	GET  /api/v1/queue           the admission queue (QueueResponse)
+//	POST /-/reload               re-read the configuration (as SIGHUP does)
 func Handler(src Sources) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(src.Gatherer, promhttp.HandlerOpts{}))
@@ -84,6 +88,17 @@ func Handler(src Sources) http.Handler {
 	if src.Queue != nil {
 		mux.HandleFunc("GET /api/v1/queue", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, src.Queue.Queue())
+		})
+	}
+	if src.Reload != nil {
+		mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, r *http.Request) {
+			if err := src.Reload(); err != nil {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_ = json.NewEncoder(w).Encode(map[string]string{"status": "error", "error": err.Error()})
+				return
+			}
+			writeJSON(w, map[string]string{"status": "reloaded"})
 		})
 	}
 	return mux

@@ -65,4 +65,41 @@ type QueueResponse struct {
 	Admitted uint64 `json:"admitted"`
 	Rejected uint64 `json:"rejected"`
 	TimedOut uint64 `json:"timed_out"`
+	// Aging is the aging factor X (0: off).
+	Aging float64 `json:"aging"`
+	// OpenTransactions are the admitted transactions running.
+	OpenTransactions int `json:"open_transactions"`
+	// Sessions is the session gate, when it is on.
+	Sessions *SessionGate `json:"sessions,omitempty"`
+	// ReserveMS is the capacity kept for quick units now, when the reserve is on.
+	ReserveMS float64 `json:"reserve_ms,omitempty"`
+	// Waiting lists the waiting units, in the order they would be admitted (up to a limit).
+	Waiting []QueueEntry `json:"waiting"`
+}
+
+// SessionGate is the state of the AWAIT session gate.
+type SessionGate struct {
+	ActiveLimit   int  `json:"active_limit"`
+	Active        int  `json:"active"`
+	Blocked       int  `json:"blocked"`
+	BlockingQueue int  `json:"blocking_queue"`
+	AdmitNew      bool `json:"admit_new"`
+	Overload      bool `json:"overload"`
+	// NewRefused and Aborted count units of new sessions refused and of accepted sessions
+	// refused for a full blocking queue.
+	NewRefused uint64 `json:"new_refused"`
+	Aborted    uint64 `json:"aborted"`
+}
+
+// QueueEntry is one waiting unit.
+type QueueEntry struct {
+	// Type is the unit's request type: its key as 16 hexadecimal digits, and its sample
+	// text when the estimator knows it.
+	Type     string  `json:"type"`
+	Sample   string  `json:"sample,omitempty"`
+	Conn     uint64  `json:"conn"`
+	CostMS   float64 `json:"cost_ms"`
+	WaitedMS float64 `json:"waited_ms"`
+	// Blocked: in the session gate's blocking queue rather than waiting for capacity.
+	Blocked bool `json:"blocked,omitempty"`
 }

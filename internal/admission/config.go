@@ -43,8 +43,11 @@ type Config struct {
 	// MaxConcurrency bounds the number of running units; 0 means no bound.
 	MaxConcurrency int
 	Discipline     Discipline
-	// Aging is X: under SJF a shorter unit passes a waiting one only while that keeps
-	// the waiting one within X times its expected cost of waiting. 0 is off (pure SJF).
+	// Aging is X: under SJF each waiting unit has a bound, its arrival plus X times its
+	// expected cost. A unit is admitted ahead of a waiting one only if it ends before that
+	// one's bound, or its own bound comes first; once bounds bind, units go in the order of
+	// their bounds (Alpha scheduling). Small X is close to FIFO, large X to SJF; 0 is off
+	// (pure SJF).
 	Aging float64
 	// QueueTimeout is how long a unit may wait before it is refused.
 	QueueTimeout time.Duration

@@ -281,8 +281,8 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 	c.stats.Admitted++
 }
 
-// pick returns the waiting unit to admit next: the head of the queue, unless admitting it
-// would keep the unit with the earliest aging bound waiting past that bound.
+// pick returns the waiting unit to admit next: the head of the queue, unless it would still
+// run when the earliest aging bound passes; then the unit with that bound.
 func (c *Controller) pick(now time.Time) *Ticket {
 	head := c.order.min()
 	if !c.aging() {

@@ -120,6 +120,61 @@ type Admission struct {
 	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
 	// MaxQueue bounds the number of waiting units. Default 10000.
 	MaxQueue int `mapstructure:"max_queue"`
+	// MaxOpenTransactions bounds the transactions running at once; a transaction past it
+	// waits at its first statement. 0 (default) means no bound.
+	MaxOpenTransactions int      `mapstructure:"max_open_transactions"`
+	Sessions            Sessions `mapstructure:"sessions"`
+	Reserve             Reserve  `mapstructure:"reserve"`
+}
+
+// Session gate variants (AWAIT).
+const (
+	SessionsConservative = "conservative"
+	SessionsAggressive   = "aggressive"
+)
+
+// Session keys: what makes two connections one application session.
+const (
+	SessionKeyConnection = "connection"
+	SessionKeyTag        = "tag"
+)
+
+// Sessions configures the AWAIT session gate: accepted sessions are protected over new ones
+// under overload. It is off while ActiveLimit is 0.
+type Sessions struct {
+	// ActiveLimit is A: past this many units admitted or waiting for capacity, units of new
+	// sessions are refused at once and those of accepted sessions wait in the blocking
+	// queue. Default 0: off.
+	ActiveLimit int `mapstructure:"active_limit"`
+	// BlockingQueue is B, the blocking queue's capacity (its start when it adapts).
+	// Default 8.
+	BlockingQueue int `mapstructure:"blocking_queue"`
+	// Variant is conservative (default: new sessions are let in again as soon as there is
+	// room) or aggressive (after an accepted session was refused, new sessions stay out until
+	// the system has emptied).
+	Variant string `mapstructure:"variant"`
+	// SLO, when set, adapts B: every AdaptEvery completed units the p95 response times of
+	// all units and of those under the current B are compared with it. Default 0: fixed B.
+	SLO time.Duration `mapstructure:"slo"`
+	// AdaptEvery is K, the completions between adaptations. Default 10000.
+	AdaptEvery int `mapstructure:"adapt_every"`
+	// MaxBlockingQueue is the largest B adaptation reaches. Default 120.
+	MaxBlockingQueue int `mapstructure:"max_blocking_queue"`
+	// Key is what makes a session accepted: connection (default: a client connection
+	// that has been admitted before) or tag (a /* gk:session=ID */ comment: an application
+	// session admitted before on any connection).
+	Key string `mapstructure:"key"`
+}
+
+// Reserve keeps part of the capacity for quick units. It is off while Floor is 0.
+type Reserve struct {
+	// Floor is the least capacity kept for quick units; the reserve rises at once when spare
+	// capacity falls under it and decays by half the difference per second. Default 0: off.
+	Floor time.Duration `mapstructure:"floor"`
+	// QuickCutoff: units expected to cost less are quick, the others lengthy. Default 100ms.
+	QuickCutoff time.Duration `mapstructure:"quick_cutoff"`
+	// LengthyLane is how many lengthy units may run inside the reserve at once. Default 1.
+	LengthyLane int `mapstructure:"lengthy_lane"`
 }
 
 // Request type keys.
@@ -187,6 +242,11 @@ func Default() Config {
 			Discipline:   DisciplineSJF,
 			QueueTimeout: 5 * time.Second,
 			MaxQueue:     10000,
+			Sessions: Sessions{
+				BlockingQueue: 8, Variant: SessionsConservative, AdaptEvery: 10000,
+				MaxBlockingQueue: 120, Key: SessionKeyConnection,
+			},
+			Reserve: Reserve{QuickCutoff: 100 * time.Millisecond, LengthyLane: 1},
 		},
 		Classify: Classify{TypeKey: "digest"},
 		Estimator: Estimator{

@@ -104,9 +104,6 @@ func (c *Config) Validate() error {
 	}
 
 	a := c.Admission
-	if a.Enabled {
-		bad("admission.enabled", "admission control is not available in this version; set it to false")
-	}
 	if a.Capacity <= 0 {
 		bad("admission.capacity", "must be positive, such as 500ms")
 	}
@@ -122,6 +119,37 @@ func (c *Config) Validate() error {
 	}
 	if a.MaxQueue <= 0 {
 		bad("admission.max_queue", "must be positive, such as 10000")
+	}
+	if a.MaxOpenTransactions < 0 {
+		bad("admission.max_open_transactions", "must be 0 (no bound) or positive")
+	}
+	ss := a.Sessions
+	if ss.ActiveLimit < 0 {
+		bad("admission.sessions.active_limit", "must be 0 (off) or positive, such as 200")
+	}
+	if ss.BlockingQueue < 0 {
+		bad("admission.sessions.blocking_queue", "must be 0 or positive, such as 8")
+	}
+	oneOf("admission.sessions.variant", ss.Variant, SessionsConservative, SessionsAggressive)
+	if ss.SLO < 0 {
+		bad("admission.sessions.slo", "must be 0 (fixed blocking queue) or positive, such as 2s")
+	}
+	if ss.AdaptEvery < 1 {
+		bad("admission.sessions.adapt_every", "must be positive, such as 10000")
+	}
+	if ss.MaxBlockingQueue < 1 || ss.MaxBlockingQueue < ss.BlockingQueue {
+		bad("admission.sessions.max_blocking_queue", "must be at least 1 and at least admission.sessions.blocking_queue")
+	}
+	oneOf("admission.sessions.key", ss.Key, SessionKeyConnection, SessionKeyTag)
+	r := a.Reserve
+	if r.Floor < 0 || (a.Capacity > 0 && r.Floor > a.Capacity) {
+		bad("admission.reserve.floor", "must be between 0 (off) and admission.capacity")
+	}
+	if r.QuickCutoff <= 0 {
+		bad("admission.reserve.quick_cutoff", "must be positive, such as 100ms")
+	}
+	if r.LengthyLane < 0 {
+		bad("admission.reserve.lengthy_lane", "must be 0 or positive, such as 1")
 	}
 	oneOf("classify.type_key", c.Classify.TypeKey, TypeKeys...)
 	e := c.Estimator

@@ -45,6 +45,9 @@ func newRawConn(c net.Conn) net.Conn {
 	return r
 }
 
+// SyscallConn gives access to the socket, as the connection it wraps does.
+func (r *rawConn) SyscallConn() (syscall.RawConn, error) { return r.rc, nil }
+
 func (r *rawConn) read(fd uintptr) bool {
 	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)))
 	if e == syscall.EAGAIN {

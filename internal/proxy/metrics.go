@@ -27,6 +27,8 @@ type metrics struct {
 	unitBusySeconds  prometheus.Observer
 	classified       [classify.NumKinds]prometheus.Counter
 	unsure           prometheus.Counter
+	admissionMetrics
+	refusedVec *prometheus.CounterVec
 }
 
 // latencyBuckets span a point select on loopback to a report query.

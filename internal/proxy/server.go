@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 )
@@ -28,6 +29,10 @@ type Server struct {
 	// costs learns what each request type costs; nil: nothing is recorded.
 	costs   *estimator.Table
 	typeKey typeKey
+	// adm admits units; admSettings say whether it is on and how sessions are keyed.
+	adm          *admission.Controller
+	admSettings  atomic.Pointer[admissionSettings]
+	acceptedTags tagSet
 
 	nextID atomic.Uint64
 	open   atomic.Int64 // client connections open
@@ -62,7 +67,10 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		listeners:  map[net.Listener]struct{}{},
 		sessions:   map[*session]struct{}{},
 		stopReaper: make(chan struct{}),
+		adm:        admission.New(AdmissionConfig(cfg.Admission), nil),
 	}
+	s.admSettings.Store(&admissionSettings{enabled: cfg.Admission.Enabled, tagKey: cfg.Admission.Sessions.Key == config.SessionKeyTag})
+	s.metrics.registerAdmission(reg, s.adm)
 	if cfg.TLS.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
@@ -93,10 +101,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Unlock()
 	defer s.wg.Done()
 	s.startReaper.Do(func() {
-		s.wg.Add(1)
+		s.wg.Add(2)
 		go func() { // ends when Shutdown closes stopReaper
 			defer s.wg.Done()
 			s.reapIdle(s.stopReaper)
+		}()
+		go func() { // ends when Shutdown closes stopReaper
+			defer s.wg.Done()
+			s.tickAdmission(s.stopReaper)
 		}()
 	})
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 )
@@ -50,6 +51,10 @@ type session struct {
 	autocommit  bool
 	stmts       map[uint32]statement // prepared statements by id
 	unit        unit
+	// ticket carries the session's units through admission; wasAdmitted says a unit of
+	// the connection has been admitted before (an accepted session).
+	ticket      admission.Ticket
+	wasAdmitted bool
 
 	// cls classifies the statements; stmt is what it said of the current command's.
 	cls  *classify.Classifier
@@ -86,6 +91,8 @@ type unit struct {
 	txn bool
 	// typ is what types the unit under the unit-wide type keys.
 	typ unitType
+	// admitted: the unit passed admission and holds its charge until it ends.
+	admitted bool
 }
 
 func newSession(srv *Server, id uint64, conn net.Conn) *session {
@@ -202,6 +209,7 @@ func (s *session) kill() {
 // close ends the session: a clean COM_QUIT to a backend that is between commands, then
 // both connections closed.
 func (s *session) close() {
+	s.releaseUnit() // a transaction left open by the client
 	s.mu.Lock()
 	b := s.dedicatedConn
 	s.mu.Unlock()
@@ -233,12 +241,20 @@ func (s *session) dispatch() bool {
 		sendError(s.client, errUnsupportedCommand(cmd))
 		return true
 	}
+	s.classifyCommand(cmd)
+	if s.needsAdmission(cmd) {
+		if admitted, keep := s.admit(); !admitted {
+			// Refused: the client was told why (or is gone); the command never reached
+			// the backend, and an open transaction stays open.
+			return keep
+		}
+	}
 	if !s.unit.open {
 		if !s.beginUnit() {
+			s.releaseUnit()
 			return false
 		}
 	}
-	s.classifyCommand(cmd)
 	written := s.client.Written()
 	start := time.Now()
 	err := s.client.ForwardCommand(&s.cmd, s.backend)
@@ -295,6 +311,7 @@ func (s *session) endUnit() {
 	}
 	m.unitBusySeconds.Observe(s.unit.busy.Seconds())
 	s.recordUnit()
+	s.releaseUnit()
 	s.backend.Trim()
 	s.source.release(s.backend)
 	s.backend = nil

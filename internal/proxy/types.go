@@ -92,7 +92,8 @@ func (s *session) rememberPrepared(id uint32) {
 }
 
 // typeStatement accounts for a statement that took elapsed on the backend: under the digest
-// key it is recorded at once; under the others it may give the unit its type.
+// key it is recorded at once; under every key but the identity ones it may give the unit
+// its type (under the digest key, that of a transaction).
 func (s *session) typeStatement(cmd byte, elapsed time.Duration) {
 	if s.srv.costs == nil || !s.stmt.valid || cmd == mysql.COM_STMT_PREPARE {
 		return
@@ -100,7 +101,6 @@ func (s *session) typeStatement(cmd byte, elapsed time.Duration) {
 	st := &s.stmt
 	if s.srv.typeKey == keyDigest {
 		s.srv.costs.Record(estimator.Key(st.hash), st.digest, elapsed)
-		return
 	}
 	u := &s.unit.typ
 	first := !u.typed
@@ -121,32 +121,39 @@ func (s *session) typeStatement(cmd byte, elapsed time.Duration) {
 	}
 }
 
-// recordUnit records the cost of the unit that just ended under the unit-wide keys.
+// recordUnit records the cost of the unit that just ended under the unit-wide keys; under
+// the digest key, a transaction's whole cost is recorded as well, for its admission.
 func (s *session) recordUnit() {
 	costs := s.srv.costs
 	u := &s.unit.typ
 	if costs == nil || !u.typed {
 		return
 	}
+	key, sample := u.hash, u.sample
+	switch {
+	case s.srv.typeKey >= keyUser:
+		key, sample = s.identityKey()
+	case s.unit.txn && !u.tagged:
+		s.sampleBuf = append(append(s.sampleBuf[:0], "TRANSACTION "...), u.sample...)
+		key, sample = key^saltTransaction, s.sampleBuf
+	case s.srv.typeKey == keyDigest:
+		return // the statement is recorded already
+	}
+	costs.Record(estimator.Key(key), sample, s.unit.busy)
+}
+
+// identityKey is the type key and sample of the session under the identity keys (user,
+// schema, program_name). The sample is in the session's sample buffer.
+func (s *session) identityKey() (uint64, []byte) {
 	var who, name string
 	switch s.srv.typeKey {
-	case keyDigest:
-		return
 	case keyUser:
 		who, name = "user ", s.user
 	case keySchema:
 		who, name = "schema ", s.schema
-	case keyProgram:
+	default:
 		who, name = "program_name ", s.programName
 	}
-	key, sample := u.hash, u.sample
-	switch {
-	case who != "":
-		sample = append(append(u.sample[:0], who...), name...)
-		key = classify.Hash(sample) ^ saltIdentity
-	case s.unit.txn && !u.tagged:
-		s.sampleBuf = append(append(s.sampleBuf[:0], "TRANSACTION "...), u.sample...)
-		key, sample = key^saltTransaction, s.sampleBuf
-	}
-	costs.Record(estimator.Key(key), sample, s.unit.busy)
+	s.sampleBuf = append(append(s.sampleBuf[:0], who...), name...)
+	return classify.Hash(s.sampleBuf) ^ saltIdentity, s.sampleBuf
 }

@@ -1,0 +1,264 @@
+package integration
+
+import (
+	"context"
+
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+)
+
+// Statements of two request types, told apart by their tag.
+const (
+	longQuery  = "SELECT /* gk:type=long */ SLEEP(0.4)"
+	shortQuery = "SELECT /* gk:type=short */ SLEEP(0.01)"
+)
+
+// admissionProxy starts a proxy with admission on, units typed by their tag, the estimate
+// being the last measurement, and the long and short types learned.
+func admissionProxy(t *testing.T, edit func(a *config.Admission)) *testProxy {
+	t.Helper()
+	p := startProxy(t, func(c *config.Config) {
+		c.Classify.TypeKey = "tag"
+		c.Admission.Enabled = true
+		c.Admission.Capacity = 400 * time.Millisecond
+		if edit != nil {
+			edit(&c.Admission)
+		}
+	})
+	require.NoError(t, p.Costs.Reconfigure(estimator.Config{Weight: 1}))
+	db := openDB(t, p.Addr, "")
+	mustExec(t, db, longQuery)
+	mustExec(t, db, shortQuery)
+	typeWith(t, p, "long", 1)
+	typeWith(t, p, "short", 1)
+	return p
+}
+
+// waitQueued waits until n units wait for admission.
+func waitQueued(t *testing.T, p *testProxy, n int) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "units queued", func() bool { return p.Admission().Snapshot().Queued == n })
+}
+
+// finishOrder runs a long unit holding the capacity, then queues a second long unit and
+// then a short one behind it, and returns the order in which the second long and the
+// short unit finished.
+func finishOrder(t *testing.T, p *testProxy, gap time.Duration) []string {
+	t.Helper()
+	db := openDB(t, p.Addr, "")
+	db.SetMaxOpenConns(10)
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	run := func(name, q string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := db.Exec(q); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+		}()
+	}
+	run("blocker", longQuery)
+	waitFor(t, 5*time.Second, "the blocker to run", func() bool { return p.Admission().Snapshot().Running == 1 })
+	run("long", longQuery)
+	waitQueued(t, p, 1)
+	time.Sleep(gap)
+	run("short", shortQuery)
+	waitQueued(t, p, 2)
+	wg.Wait()
+	require.Equal(t, "blocker", order[0])
+	return order[1:]
+}
+
+// Under SJF a short unit that arrived after a long one is admitted first; under FIFO it
+// waits for the long one to finish.
+func TestAdmissionShortOvertakesLongUnderSJFOnly(t *testing.T) {
+	sjf := admissionProxy(t, func(a *config.Admission) { a.Discipline = "sjf" })
+	assert.Equal(t, []string{"short", "long"}, finishOrder(t, sjf, 0))
+	fifo := admissionProxy(t, func(a *config.Admission) { a.Discipline = "fifo" })
+	assert.Equal(t, []string{"long", "short"}, finishOrder(t, fifo, 0))
+}
+
+// With aging X a unit is passed only by units that end before it has waited X times its
+// cost, or whose own bound comes first: the long unit (bound 0.25 x 400ms = 100ms after it
+// arrives) is not passed by a short one arriving 150ms after it (bound 152.5ms), which
+// pure SJF lets pass.
+func TestAdmissionAgingBound(t *testing.T) {
+	aging := admissionProxy(t, func(a *config.Admission) { a.Discipline = "sjf"; a.Aging = 0.25 })
+	assert.Equal(t, []string{"long", "short"}, finishOrder(t, aging, 150*time.Millisecond))
+	sjf := admissionProxy(t, func(a *config.Admission) { a.Discipline = "sjf" })
+	assert.Equal(t, []string{"short", "long"}, finishOrder(t, sjf, 150*time.Millisecond))
+}
+
+// A transaction admitted at its first statement runs to its end without waiting, however
+// long the queue behind it.
+func TestAdmissionNeverBlocksATransaction(t *testing.T) {
+	p := admissionProxy(t, func(a *config.Admission) { a.Capacity = 500 * time.Millisecond })
+	tbl := tableName(t)
+	admin := openDB(t, env.Primary, "")
+	mustExec(t, admin, "DROP TABLE IF EXISTS "+tbl)
+	mustExec(t, admin, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+	mustExec(t, admin, "INSERT INTO "+tbl+" VALUES (1, 0)")
+
+	db := openDB(t, p.Addr, "")
+	db.SetMaxOpenConns(20)
+	ctx := context.Background()
+	txConn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer txConn.Close()
+	tx, err := txConn.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.Exec("UPDATE /* gk:type=short */ " + tbl + " SET v = v + 1 WHERE id = 1")
+	require.NoError(t, err)
+
+	// Others fill the capacity and queue up.
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = db.Exec(longQuery)
+		}()
+	}
+	waitFor(t, 5*time.Second, "a queue", func() bool { return p.Admission().Snapshot().Queued >= 3 })
+	start := time.Now()
+	for range 5 {
+		_, err = tx.Exec("UPDATE " + tbl + " SET v = v + 1 WHERE id = 1")
+		require.NoError(t, err)
+	}
+	require.NoError(t, tx.Commit())
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, p.Admission().Snapshot().Queued, 1, "the queue was still there")
+	assert.Less(t, took, 300*time.Millisecond, "the transaction's statements and commit did not queue")
+	wg.Wait()
+	var v int
+	require.NoError(t, admin.QueryRow("SELECT v FROM "+tbl+" WHERE id = 1").Scan(&v))
+	assert.Equal(t, 6, v)
+	s := p.Admission().Snapshot()
+	assert.Zero(t, s.Load)
+	assert.Zero(t, s.OpenTxns)
+}
+
+// A client that goes away while its unit waits leaves the queue at once; the unit is never
+// run.
+func TestAdmissionClientGoneWhileQueued(t *testing.T) {
+	p := admissionProxy(t, nil)
+	db := openDB(t, p.Addr, "")
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Exec(longQuery)
+		done <- err
+	}()
+	waitFor(t, 5*time.Second, "the blocker to run", func() bool { return p.Admission().Snapshot().Running == 1 })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		// go-sql-driver closes the connection when the context ends mid-query.
+		_, err := db.ExecContext(ctx, "SELECT /* gk:type=long */ SLEEP(0.4), 'never'")
+		gone <- err
+	}()
+	waitQueued(t, p, 1)
+	cancel()
+	require.Error(t, <-gone)
+	waitFor(t, 300*time.Millisecond, "the queue to empty while the blocker runs", func() bool {
+		s := p.Admission().Snapshot()
+		return s.Queued == 0 && s.Running == 1
+	})
+	assert.Equal(t, uint64(1), p.Admission().Snapshot().Canceled)
+	require.NoError(t, <-done)
+	s := p.Admission().Snapshot()
+	assert.Zero(t, s.Load)
+	assert.Zero(t, s.Running)
+}
+
+// mysqlError returns the server error of err, failing the test if it is not one.
+func mysqlError(t *testing.T, err error) *mysql.MySQLError {
+	t.Helper()
+	var me *mysql.MySQLError
+	require.True(t, errors.As(err, &me), "want a MySQL error, got %v", err)
+	return me
+}
+
+// A unit that waits past admission.queue_timeout gets an error that says so, with an
+// error code drivers retry; the connection stays usable.
+func TestAdmissionQueueTimeout(t *testing.T) {
+	p := admissionProxy(t, func(a *config.Admission) { a.QueueTimeout = 150 * time.Millisecond })
+	db := openDB(t, p.Addr, "")
+	go func() { _, _ = db.Exec(longQuery) }()
+	waitFor(t, 5*time.Second, "the blocker to run", func() bool { return p.Admission().Snapshot().Running == 1 })
+
+	conn, err := db.Conn(context.Background())
+	require.NoError(t, err)
+	defer conn.Close()
+	start := time.Now()
+	_, err = conn.ExecContext(context.Background(), longQuery)
+	me := mysqlError(t, err)
+	assert.Equal(t, uint16(1205), me.Number)
+	assert.True(t, strings.HasPrefix(me.Message, "gatekeeper: queue timeout: waited "), me.Message)
+	assert.Contains(t, me.Message, "admission.queue_timeout")
+	assert.GreaterOrEqual(t, time.Since(start), 140*time.Millisecond)
+	// The same connection works once there is room.
+	waitFor(t, 5*time.Second, "the blocker to end", func() bool { return p.Admission().Snapshot().Running == 0 })
+	var one int
+	require.NoError(t, conn.QueryRowContext(context.Background(), "SELECT 1").Scan(&one))
+}
+
+// Past the active limit, units of new sessions are refused at once with a "too many
+// connections" error while those of sessions admitted before wait in the blocking queue.
+func TestAdmissionSessionsNewRefusedAcceptedQueued(t *testing.T) {
+	p := admissionProxy(t, func(a *config.Admission) {
+		a.Capacity = 10 * time.Second
+		a.Sessions.ActiveLimit = 1
+		a.Sessions.BlockingQueue = 1
+	})
+	db := openDB(t, p.Addr, "")
+	ctx := context.Background()
+	accepted, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer accepted.Close()
+	_, err = accepted.ExecContext(ctx, shortQuery) // admitted once: accepted from now on
+	require.NoError(t, err)
+
+	blockerDone := make(chan error, 1)
+	go func() {
+		_, err := db.Exec(longQuery)
+		blockerDone <- err
+	}()
+	waitFor(t, 5*time.Second, "the blocker to run", func() bool { return p.Admission().Snapshot().Running == 1 })
+
+	acceptedDone := make(chan error, 1)
+	go func() {
+		_, err := accepted.ExecContext(ctx, shortQuery)
+		acceptedDone <- err
+	}()
+	waitFor(t, 5*time.Second, "the accepted session to block", func() bool { return p.Admission().Snapshot().Blocked == 1 })
+
+	fresh := openDB(t, p.Addr, "")
+	_, err = fresh.Exec(shortQuery)
+	me := mysqlError(t, err)
+	assert.Equal(t, uint16(1040), me.Number)
+	assert.True(t, strings.HasPrefix(me.Message, "gatekeeper: new session refused under overload"), me.Message)
+
+	require.NoError(t, <-blockerDone)
+	require.NoError(t, <-acceptedDone)
+	// Now there is room: the new session gets in.
+	_, err = fresh.Exec(shortQuery)
+	require.NoError(t, err)
+}

@@ -1,0 +1,295 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/admission"
+	"github.com/gatekeeperdb/gatekeeper/internal/classify"
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+)
+
+// Error code of a unit the proxy refuses or gives up waiting for: ER_LOCK_WAIT_TIMEOUT,
+// which drivers and ORMs treat as transient (retry the statement or the transaction)
+// without discarding the connection.
+const codeLockWaitTimeout = 1205
+
+// AdmissionConfig turns the admission settings into the controller's policy.
+func AdmissionConfig(a config.Admission) admission.Config {
+	d, _ := admission.ParseDiscipline(a.Discipline) // validated
+	return admission.Config{
+		Capacity:            a.Capacity,
+		MaxConcurrency:      a.MaxConcurrency,
+		Discipline:          d,
+		Aging:               a.Aging,
+		QueueTimeout:        a.QueueTimeout,
+		MaxQueue:            a.MaxQueue,
+		MaxOpenTransactions: a.MaxOpenTransactions,
+		Sessions: admission.SessionConfig{
+			ActiveLimit:      a.Sessions.ActiveLimit,
+			BlockingQueue:    a.Sessions.BlockingQueue,
+			Aggressive:       a.Sessions.Variant == config.SessionsAggressive,
+			SLO:              a.Sessions.SLO,
+			AdaptEvery:       a.Sessions.AdaptEvery,
+			MaxBlockingQueue: a.Sessions.MaxBlockingQueue,
+		},
+		Reserve: admission.ReserveConfig{
+			Floor:       a.Reserve.Floor,
+			QuickCutoff: a.Reserve.QuickCutoff,
+			LengthyLane: a.Reserve.LengthyLane,
+		},
+	}
+}
+
+// admissionSettings are the settings the sessions read at each unit; swapped whole on a
+// reload.
+type admissionSettings struct {
+	enabled bool
+	tagKey  bool // sessions are keyed by a gk:session tag
+}
+
+// Admission returns the admission controller, for the admin API and metrics.
+func (s *Server) Admission() *admission.Controller { return s.adm }
+
+// ReloadAdmission applies new admission settings; waiting units keep their place.
+func (s *Server) ReloadAdmission(a config.Admission) {
+	s.adm.Configure(AdmissionConfig(a))
+	s.admSettings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.Sessions.Key == config.SessionKeyTag})
+}
+
+// tickAdmission moves the controller's clock-driven state (timeouts, the reserve) until stop
+// is closed.
+func (s *Server) tickAdmission(stop <-chan struct{}) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			s.adm.Tick(now)
+		}
+	}
+}
+
+// needsAdmission says whether the current command starts the unit's admitted work: a
+// statement (not transaction control) in a unit not admitted yet. A transaction opened by
+// BEGIN is admitted at its first statement, whose type sets its cost; it holds no locks
+// before that statement. Statements longer than what the proxy holds in memory pass: they
+// stream to the backend as they are read.
+func (s *session) needsAdmission(cmd byte) bool {
+	if s.unit.admitted || (cmd != mysql.COM_QUERY && cmd != mysql.COM_STMT_EXECUTE) {
+		return false
+	}
+	if set := s.srv.admSettings.Load(); !set.enabled {
+		return false
+	}
+	return s.cmd.Complete() && (!s.stmt.valid || s.stmt.kind != classify.Transaction)
+}
+
+// admit passes the unit through admission before its first statement goes to the backend.
+// When the unit is refused, the client has been told why and admitted is false; keep is
+// false when the client has gone.
+func (s *session) admit() (admitted, keep bool) {
+	txn := s.inTxn || !s.autocommit
+	key := s.unitKey(txn)
+	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted()}
+	if s.srv.costs != nil {
+		req.Cost = s.srv.costs.Estimate(estimator.Key(key))
+	}
+	m := s.srv.metrics
+	start := time.Now()
+	state, err := s.srv.adm.Arrive(&s.ticket, req)
+	if err == nil && state != admission.Admitted {
+		ctx, cancel := context.WithCancel(s.ctx)
+		stop := s.watchClient(cancel)
+		err = s.srv.adm.Wait(ctx, &s.ticket)
+		stop()
+		cancel()
+	}
+	waited := time.Since(start)
+	m.admissionWait.Observe(waited.Seconds())
+	if err != nil {
+		m.refused(err)
+		if errors.Is(err, admission.ErrCanceled) {
+			s.log.Debug("client went away while its unit waited for admission", "waited", waited)
+			return false, false
+		}
+		sendError(s.client, s.admissionError(err, waited))
+		return false, s.client.IOErr() == nil
+	}
+	s.unit.admitted = true
+	s.wasAdmitted = true
+	if s.srv.admSettings.Load().tagKey {
+		if id := sessionTag(s.cmd.Text()); id != nil {
+			s.srv.acceptedTags.add(id)
+		}
+	}
+	return true, true
+}
+
+// accepted says whether the session has been admitted before: the connection, or under
+// the tag key the application session its statement names.
+func (s *session) accepted() bool {
+	if !s.srv.admSettings.Load().tagKey {
+		return s.wasAdmitted
+	}
+	id := sessionTag(s.cmd.Text())
+	return id != nil && s.srv.acceptedTags.has(id)
+}
+
+// releaseUnit gives back the charge of an admitted unit.
+func (s *session) releaseUnit() {
+	if s.unit.admitted {
+		s.srv.adm.Release(&s.ticket, s.unit.busy)
+		s.unit.admitted = false
+	}
+}
+
+// unitKey is the request type the unit is costed by at admission: what recordUnit will
+// record it under, as far as its first statement tells.
+func (s *session) unitKey(txn bool) uint64 {
+	st := &s.stmt
+	switch s.srv.typeKey {
+	case keyUser, keySchema, keyProgram:
+		key, _ := s.identityKey()
+		return key
+	case keyTag:
+		if st.valid && st.tag != nil {
+			return classify.Hash(st.tag) ^ saltTag
+		}
+	}
+	if txn {
+		return st.hash ^ saltTransaction
+	}
+	return st.hash
+}
+
+func (s *session) admissionError(err error, waited time.Duration) *clientError {
+	cfg := s.srv.adm.Snapshot()
+	e := &clientError{code: codeLockWaitTimeout, state: stateGeneral, err: err}
+	switch {
+	case errors.Is(err, admission.ErrTimeout):
+		e.msg = fmt.Sprintf("gatekeeper: queue timeout: waited %d ms for admission while the database was at capacity "+
+			"(admission.queue_timeout); retry later, or raise admission.capacity or admission.queue_timeout",
+			waited.Milliseconds())
+	case errors.Is(err, admission.ErrQueueFull):
+		e.msg = fmt.Sprintf("gatekeeper: queue full: %d units already wait for admission (admission.max_queue); "+
+			"the database is overloaded, retry later", cfg.Queued)
+	case errors.Is(err, admission.ErrNewSession):
+		e.code, e.state = codeConCount, stateConnectionRefuse
+		e.msg = fmt.Sprintf("gatekeeper: new session refused under overload: %d units are active "+
+			"(admission.sessions.active_limit); sessions already admitted are served first, retry later", cfg.Active)
+	case errors.Is(err, admission.ErrBlockingQueueFull):
+		e.msg = fmt.Sprintf("gatekeeper: overloaded: the blocking queue for admitted sessions is full (%d units, "+
+			"admission.sessions.blocking_queue); retry later", cfg.BlockingQueue)
+	default:
+		e.msg = "gatekeeper: not admitted: " + err.Error()
+	}
+	return e
+}
+
+// watchClient cancels the wait when the client closes its connection while its unit waits
+// for admission. It peeks at the socket without consuming anything; the returned stop
+// ends the watch.
+func (s *session) watchClient(cancel context.CancelFunc) (stop func()) {
+	nc := s.client.NetConn()
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return func() {}
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() { // ends when the client closes, sends something, or stop sets a deadline
+		defer close(done)
+		var buf [1]byte
+		gone := false
+		err := rc.Read(func(fd uintptr) bool {
+			n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
+				return false // wait until readable
+			}
+			gone = n == 0 || err != nil
+			return true
+		})
+		if err == nil && gone {
+			cancel()
+		}
+	}()
+	return func() {
+		_ = nc.SetReadDeadline(time.Unix(1, 0))
+		<-done
+		_ = nc.SetReadDeadline(time.Time{})
+	}
+}
+
+// sessionTag returns the ID of a /* gk:session=ID */ comment in the statement, or nil.
+func sessionTag(sql []byte) []byte {
+	i := bytes.Index(sql, []byte("gk:session="))
+	if i < 0 {
+		return nil
+	}
+	id := sql[i+len("gk:session="):]
+	end := 0
+	for end < len(id) && end < 128 && (isTagByte(id[end])) {
+		end++
+	}
+	if end == 0 {
+		return nil
+	}
+	return id[:end]
+}
+
+func isTagByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':'
+}
+
+// tagSet remembers the application sessions admitted before, up to a bound; past it the
+// oldest half is forgotten (those sessions count as new once more).
+type tagSet struct {
+	mu   sync.Mutex
+	cur  map[string]struct{}
+	prev map[string]struct{}
+}
+
+const tagSetGeneration = 100_000
+
+func (t *tagSet) add(id []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil {
+		t.cur = map[string]struct{}{}
+	}
+	if _, ok := t.cur[string(id)]; ok {
+		return
+	}
+	if len(t.cur) >= tagSetGeneration {
+		t.prev, t.cur = t.cur, map[string]struct{}{}
+	}
+	t.cur[string(id)] = struct{}{}
+}
+
+func (t *tagSet) has(id []byte) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.cur[string(id)]; ok {
+		return true
+	}
+	_, ok := t.prev[string(id)]
+	return ok
+}

@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/admission"
+)
+
+// admissionMetrics are what the sessions observe of admission; the controller's own state
+// is read at scrape time by admissionCollector.
+type admissionMetrics struct {
+	admissionWait prometheus.Observer
+	refusedBy     map[error]prometheus.Counter
+}
+
+// refusalReasons label gatekeeper_admission_refused_total.
+var refusalReasons = map[error]string{
+	admission.ErrQueueFull:         "queue_full",
+	admission.ErrTimeout:           "timeout",
+	admission.ErrCanceled:          "canceled",
+	admission.ErrNewSession:        "new_session",
+	admission.ErrBlockingQueueFull: "blocking_queue_full",
+}
+
+func (m *metrics) registerAdmission(reg prometheus.Registerer, ctl *admission.Controller) {
+	wait := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "gatekeeper_admission_wait_seconds",
+		Help:    "Time units waited for admission (0 for those admitted at once), refused ones included.",
+		Buckets: append([]float64{0}, latencyBuckets...),
+	})
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_admission_refused_total",
+		Help: "Units not admitted, by reason: queue_full, timeout, canceled (client gone), new_session, blocking_queue_full, policer.",
+	}, []string{"reason"})
+	m.admissionWait = wait
+	m.refusedBy = map[error]prometheus.Counter{}
+	for err, reason := range refusalReasons {
+		m.refusedBy[err] = refused.WithLabelValues(reason)
+	}
+	refused.WithLabelValues("policer")
+	m.refusedVec = refused
+	reg.MustRegister(wait, refused, &admissionCollector{ctl: ctl})
+}
+
+// refused counts a refusal by its reason.
+func (m *metrics) refused(err error) {
+	for e, c := range m.refusedBy {
+		if errors.Is(err, e) {
+			c.Inc()
+			return
+		}
+	}
+}
+
+// admissionCollector exports one snapshot of the controller per scrape.
+type admissionCollector struct{ ctl *admission.Controller }
+
+var (
+	descQueued   = prometheus.NewDesc("gatekeeper_admission_queue_length", "Units waiting for capacity.", nil, nil)
+	descBlocked  = prometheus.NewDesc("gatekeeper_admission_blocked", "Units of accepted sessions waiting in the session gate's blocking queue.", nil, nil)
+	descRunning  = prometheus.NewDesc("gatekeeper_admission_running", "Admitted units running now.", nil, nil)
+	descLoad     = prometheus.NewDesc("gatekeeper_admission_load_seconds", "Expected cost of the running units (the load against the capacity).", nil, nil)
+	descCapacity = prometheus.NewDesc("gatekeeper_admission_capacity_seconds", "The capacity: concurrent expected work admitted at most.", nil, nil)
+	descOpenTxns = prometheus.NewDesc("gatekeeper_admission_open_transactions", "Admitted transactions running now.", nil, nil)
+	descAdmitted = prometheus.NewDesc("gatekeeper_admission_admitted_total", "Units admitted.", nil, nil)
+	descWaited   = prometheus.NewDesc("gatekeeper_admission_queued_total", "Units that had to wait for admission.", nil, nil)
+	descB        = prometheus.NewDesc("gatekeeper_admission_blocking_queue_capacity", "B: the capacity of the session gate's blocking queue (adapts when admission.sessions.slo is set).", nil, nil)
+	descActive   = prometheus.NewDesc("gatekeeper_admission_active", "Units past the session gate (waiting for capacity or running).", nil, nil)
+	descAdmitNew = prometheus.NewDesc("gatekeeper_admission_new_sessions_admitted", "1 while the session gate lets new sessions in, 0 while it refuses them.", nil, nil)
+	descReserve  = prometheus.NewDesc("gatekeeper_admission_reserve_seconds", "Capacity kept for quick units now.", nil, nil)
+	descLane     = prometheus.NewDesc("gatekeeper_admission_lengthy_lane", "Lengthy units running inside the reserve.", nil, nil)
+)
+
+func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descQueued, descBlocked, descRunning, descLoad, descCapacity,
+		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane} {
+		ch <- d
+	}
+}
+
+func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.ctl.Snapshot()
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
+	gauge(descQueued, float64(s.Queued))
+	gauge(descBlocked, float64(s.Blocked))
+	gauge(descRunning, float64(s.Running))
+	gauge(descLoad, s.Load.Seconds())
+	gauge(descCapacity, s.Capacity.Seconds())
+	gauge(descOpenTxns, float64(s.OpenTxns))
+	ch <- prometheus.MustNewConstMetric(descAdmitted, prometheus.CounterValue, float64(s.Admitted))
+	ch <- prometheus.MustNewConstMetric(descWaited, prometheus.CounterValue, float64(s.Counters.Queued))
+	gauge(descB, float64(s.BlockingQueue))
+	gauge(descActive, float64(s.Active))
+	admitNew := 0.0
+	if s.AdmitNew {
+		admitNew = 1
+	}
+	gauge(descAdmitNew, admitNew)
+	gauge(descReserve, s.Reserve.Seconds())
+	gauge(descLane, float64(s.Lane))
+}
