@@ -29,11 +29,18 @@ type daemon struct {
 
 func startDaemon(t *testing.T, extraEnv ...string) *daemon {
 	t.Helper()
+	return startDaemonArgs(t, nil, extraEnv...)
+}
+
+// startDaemonArgs starts gatekeeper serve with more arguments (such as --config FILE).
+func startDaemonArgs(t *testing.T, args []string, extraEnv ...string) *daemon {
+	t.Helper()
 	bin := gatekeeperBinary(t)
 	d := &daemon{listen: freeAddr(t), admin: freeAddr(t), stderr: &bytes.Buffer{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	d.cmd = exec.CommandContext(ctx, bin, "serve", "--listen", d.listen, "--admin-listen", d.admin, "--primary", env.Primary)
+	args = append([]string{"serve", "--listen", d.listen, "--admin-listen", d.admin, "--primary", env.Primary}, args...)
+	d.cmd = exec.CommandContext(ctx, bin, args...)
 	d.cmd.Env = append(os.Environ(), extraEnv...)
 	d.cmd.Stderr = d.stderr
 	require.NoError(t, d.cmd.Start())
