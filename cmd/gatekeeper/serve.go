@@ -20,6 +20,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+	"github.com/gatekeeperdb/gatekeeper/internal/monitor"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/sdnotify"
@@ -104,6 +105,21 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	var threads *monitor.Poller
+	if cfg.Monitor.User != "" {
+		threads, err = monitor.New(cfg.Backends.Primary, cfg.Monitor.User, cfg.Monitor.Password, cfg.Monitor.Interval, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		monCtx, stopMonitor := context.WithCancel(context.Background())
+		defer stopMonitor()
+		go threads.Run(monCtx) // ends with serve
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gatekeeper_backend_threads_running",
+			Help: "Threads_running of the primary, as last read with the monitor account.",
+		}, func() float64 { v, _, _ := threads.ThreadsRunning(); return v }))
 	}
 	rl := &reloader{load: load, cur: cfg, srv: srv, costs: costs, log: log, enabled: cfg.Admission.Enabled}
 

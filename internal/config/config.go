@@ -23,6 +23,18 @@ type Config struct {
 	Classify  Classify  `mapstructure:"classify"`
 	Estimator Estimator `mapstructure:"estimator"`
 	Log       Log       `mapstructure:"log"`
+	Monitor   Monitor   `mapstructure:"monitor"`
+}
+
+// Monitor configures the account the proxy reads the primary's status with.
+type Monitor struct {
+	// User is a MySQL account allowed to read global status (no privilege is needed on
+	// MariaDB; PROCESS is not). Empty (default): the status is not read.
+	User string `mapstructure:"user"`
+	// Password of User; best set as GATEKEEPER_MONITOR_PASSWORD. It is never logged.
+	Password string `mapstructure:"password"`
+	// Interval between two reads of Threads_running. Default 1s.
+	Interval time.Duration `mapstructure:"interval"`
 }
 
 // Admin configures the HTTP listener for metrics, health and the admin API.
@@ -256,6 +268,7 @@ func Default() Config {
 			SaveInterval:    5 * time.Minute,
 			MetricsTopTypes: 20,
 		},
-		Log: Log{Level: "info", Format: "text"},
+		Log:     Log{Level: "info", Format: "text"},
+		Monitor: Monitor{Interval: time.Second},
 	}
 }

@@ -151,6 +151,9 @@ func (c *Config) Validate() error {
 	if r.LengthyLane < 0 {
 		bad("admission.reserve.lengthy_lane", "must be 0 or positive, such as 1")
 	}
+	if c.Monitor.Interval < 100*time.Millisecond {
+		bad("monitor.interval", "must be at least 100ms, such as 1s")
+	}
 	oneOf("classify.type_key", c.Classify.TypeKey, TypeKeys...)
 	e := c.Estimator
 	if !(e.Weight > 0 && e.Weight <= 1) {
