@@ -170,8 +170,23 @@ func (v View) Render(w io.Writer, f *Frame) {
 		if q.CapacityMS > 0 {
 			load = 100 * q.LoadMS / q.CapacityMS
 		}
+		disc := q.Discipline
+		if q.Aging > 0 {
+			disc += fmt.Sprintf(" aging %g", q.Aging)
+		}
 		line("admission: %s - %d waiting, %d running - load %.1f of %.1f ms (%.0f%%) - admitted %d, rejected %d, timed out %d",
-			q.Discipline, q.Queued, q.InFlight, q.LoadMS, q.CapacityMS, load, q.Admitted, q.Rejected, q.TimedOut)
+			disc, q.Queued, q.InFlight, q.LoadMS, q.CapacityMS, load, q.Admitted, q.Rejected, q.TimedOut)
+		if g := q.Sessions; g != nil {
+			state := "new sessions admitted"
+			if !g.AdmitNew {
+				state = "new sessions refused"
+			}
+			line("sessions: %d of %d active, %d blocked (B %d) - %s - refused new %d, aborted %d",
+				g.Active, g.ActiveLimit, g.Blocked, g.BlockingQueue, state, g.NewRefused, g.Aborted)
+		}
+		if q.ReserveMS > 0 {
+			line("reserve: %.1f ms kept for quick units", q.ReserveMS)
+		}
 	}
 	if v.Keys {
 		line("sorted by %s - keys: s share, r rate, m mean, 5 p95, 9 p99, c count, t type, q quit", v.Sort)

@@ -64,6 +64,14 @@ func TestRenderQueue(t *testing.T) {
 	lines := render(t, View{Sort: "share"}, f)
 	assert.Equal(t, "admission: sjf - 3 waiting, 7 running - load 450.0 of 500.0 ms (90%) - admitted 10, rejected 1, timed out 2", lines[1])
 
+	f.Queue.Aging = 5
+	f.Queue.Sessions = &admin.SessionGate{ActiveLimit: 50, Active: 50, Blocked: 4, BlockingQueue: 8, NewRefused: 12}
+	f.Queue.ReserveMS = 120
+	lines = render(t, View{Sort: "share"}, f)
+	assert.True(t, strings.HasPrefix(lines[1], "admission: sjf aging 5 - "), lines[1])
+	assert.Equal(t, "sessions: 50 of 50 active, 4 blocked (B 8) - new sessions refused - refused new 12, aborted 0", lines[2])
+	assert.Equal(t, "reserve: 120.0 ms kept for quick units", lines[3])
+
 	f.Types.Types = nil
 	lines = render(t, View{Sort: "share"}, f)
 	assert.Contains(t, lines[len(lines)-1], "no request types yet")
