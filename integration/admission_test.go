@@ -262,3 +262,36 @@ func TestAdmissionSessionsNewRefusedAcceptedQueued(t *testing.T) {
 	_, err = fresh.Exec(shortQuery)
 	require.NoError(t, err)
 }
+
+// A rate policer on a request type refuses what exceeds its rate with an error that names
+// it; other types pass.
+func TestAdmissionPolicerRefusesPastItsRate(t *testing.T) {
+	p := admissionProxy(t, func(a *config.Admission) {
+		a.Policers = []config.Policer{{Name: "shorts", Type: "short", Rate: 0.001, Burst: 1}}
+	})
+	db := openDB(t, p.Addr, "")
+	_, err := db.Exec(shortQuery) // the warm-up took the burst
+	me := mysqlError(t, err)
+	assert.Equal(t, uint16(1205), me.Number)
+	assert.True(t, strings.HasPrefix(me.Message, `gatekeeper: rate limit: policer "shorts"`), me.Message)
+	_, err = db.Exec("SELECT /* gk:type=other */ 1")
+	require.NoError(t, err)
+}
+
+// New connections past admission.accept.rate are refused before the handshake with a
+// "too many connections" error.
+func TestAdmissionAcceptRate(t *testing.T) {
+	p := startProxy(t, func(c *config.Config) {
+		c.Admission.Accept.Rate = 0.001
+		c.Admission.Accept.Burst = 1
+	})
+	first := openDB(t, p.Addr, "")
+	require.NoError(t, first.Ping())
+	second := openDB(t, p.Addr, "")
+	me := mysqlError(t, second.Ping())
+	assert.Equal(t, uint16(1040), me.Number)
+	assert.True(t, strings.HasPrefix(me.Message, "gatekeeper: too many new connections: admission.accept.rate"), me.Message)
+	// The connection accepted first still works.
+	var one int
+	require.NoError(t, first.QueryRow("SELECT 1").Scan(&one))
+}

@@ -91,7 +91,10 @@ func (r *reloader) reload() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.srv.ReloadAdmission(next.Admission)
+	if err := r.srv.ReloadAdmission(next.Admission); err != nil {
+		r.log.Error("configuration reload refused; the running configuration stays", "err", err)
+		return err
+	}
 	// What a reload cannot apply: every section but admission and estimator averaging.
 	cur, nxt := r.cur, next
 	cur.Admission, nxt.Admission = config.Admission{}, config.Admission{}

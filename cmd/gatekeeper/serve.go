@@ -120,6 +120,10 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 			Name: "gatekeeper_backend_threads_running",
 			Help: "Threads_running of the primary, as last read with the monitor account.",
 		}, func() float64 { v, _, _ := threads.ThreadsRunning(); return v }))
+		srv.SetThreadsRunning(func() (float64, bool) {
+			v, at, err := threads.ThreadsRunning()
+			return v, err == nil && !at.IsZero()
+		})
 	}
 	rl := &reloader{load: load, cur: cfg, srv: srv, costs: costs, log: log, enabled: cfg.Admission.Enabled}
 

@@ -137,6 +137,52 @@ type Admission struct {
 	MaxOpenTransactions int      `mapstructure:"max_open_transactions"`
 	Sessions            Sessions `mapstructure:"sessions"`
 	Reserve             Reserve  `mapstructure:"reserve"`
+	// Policers are token buckets on units matching a rule; a unit refused by one is
+	// refused at once. Default none.
+	Policers []Policer `mapstructure:"policers"`
+	// PolicerInterval is how often adaptive policers move their rate. Default 1s.
+	PolicerInterval time.Duration `mapstructure:"policer_interval"`
+	Accept          Accept        `mapstructure:"accept"`
+}
+
+// Policer is a token bucket on the units that match it (every field set must match).
+type Policer struct {
+	// Name names the policer in errors, logs and metrics. Required.
+	Name string `mapstructure:"name"`
+	// Type matches the unit's request type: its gk:type tag, or its 16-hex-digit key.
+	Type string `mapstructure:"type"`
+	// User and Schema match the login user and the current schema.
+	User   string `mapstructure:"user"`
+	Schema string `mapstructure:"schema"`
+	// Client matches the client address: an IP or a CIDR block.
+	Client string `mapstructure:"client"`
+	// Rate is units per second (the start when a controller adapts it); Burst the most let
+	// through at once.
+	Rate  float64 `mapstructure:"rate"`
+	Burst float64 `mapstructure:"burst"`
+	// MinRate and MaxRate bound an adapted rate (MaxRate 0: no bound).
+	MinRate float64 `mapstructure:"min_rate"`
+	MaxRate float64 `mapstructure:"max_rate"`
+	// Controller adapts the rate towards Target of Signal: "" (static), p (proportional, on a
+	// utilization) or pd (proportional-derivative, on a queue length).
+	Controller string `mapstructure:"controller"`
+	// Signal is inflight (admitted load over capacity), queue (units waiting) or
+	// threads_running (the primary's, read with monitor.user).
+	Signal string  `mapstructure:"signal"`
+	Target float64 `mapstructure:"target"`
+	Kp     float64 `mapstructure:"kp"`
+	Kd     float64 `mapstructure:"kd"`
+}
+
+// Accept polices new client connections at the listener, before any handshake work.
+type Accept struct {
+	// Rate is connections per second accepted from all clients together; 0 (default): no
+	// bound. Burst is the most accepted at once. Default 100.
+	Rate  float64 `mapstructure:"rate"`
+	Burst float64 `mapstructure:"burst"`
+	// PerClientRate and PerClientBurst bound each client address alike; 0: no bound.
+	PerClientRate  float64 `mapstructure:"per_client_rate"`
+	PerClientBurst float64 `mapstructure:"per_client_burst"`
 }
 
 // Session gate variants (AWAIT).
@@ -258,7 +304,10 @@ func Default() Config {
 				BlockingQueue: 8, Variant: SessionsConservative, AdaptEvery: 10000,
 				MaxBlockingQueue: 120, Key: SessionKeyConnection,
 			},
-			Reserve: Reserve{QuickCutoff: 100 * time.Millisecond, LengthyLane: 1},
+			Reserve:         Reserve{QuickCutoff: 100 * time.Millisecond, LengthyLane: 1},
+			Policers:        []Policer{},
+			PolicerInterval: time.Second,
+			Accept:          Accept{Burst: 100, PerClientBurst: 20},
 		},
 		Classify: Classify{TypeKey: "digest"},
 		Estimator: Estimator{

@@ -272,6 +272,7 @@ func decodeValue(raw any, dst reflect.Value) error {
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		Result:           dst.Addr().Interface(),
 		WeaklyTypedInput: true,
+		ErrorUnused:      true, // a misspelt key inside a list entry (admission.policers)
 		DecodeHook:       mapstructure.StringToSliceHookFunc(","),
 	})
 	if err != nil {

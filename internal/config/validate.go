@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -141,6 +142,50 @@ func (c *Config) Validate() error {
 		bad("admission.sessions.max_blocking_queue", "must be at least 1 and at least admission.sessions.blocking_queue")
 	}
 	oneOf("admission.sessions.key", ss.Key, SessionKeyConnection, SessionKeyTag)
+	if a.PolicerInterval < 100*time.Millisecond {
+		bad("admission.policer_interval", "must be at least 100ms, such as 1s")
+	}
+	names := map[string]bool{}
+	for i, p := range a.Policers {
+		key := fmt.Sprintf("admission.policers[%d]", i)
+		switch {
+		case p.Name == "":
+			bad(key+".name", "is required: it names the policer in errors and metrics")
+		case names[p.Name]:
+			bad(key+".name", "%q is used by another policer; names must be unique", p.Name)
+		}
+		names[p.Name] = true
+		if p.Client != "" {
+			if _, err := netip.ParsePrefix(p.Client); err != nil {
+				if _, err := netip.ParseAddr(p.Client); err != nil {
+					bad(key+".client", "%q is neither an IP address nor a CIDR block such as 10.0.0.0/8", p.Client)
+				}
+			}
+		}
+		if p.Rate < 0 || p.MinRate < 0 || p.MaxRate < 0 {
+			bad(key+".rate", "rate, min_rate and max_rate must be 0 or positive (units per second)")
+		}
+		if p.Burst < 1 {
+			bad(key+".burst", "must be at least 1: the most units let through at once")
+		}
+		if p.MaxRate > 0 && p.MaxRate < p.MinRate {
+			bad(key+".max_rate", "must be at least min_rate (or 0 for no bound)")
+		}
+		oneOf(key+".controller", p.Controller, "", "p", "pd")
+		if p.Controller != "" {
+			oneOf(key+".signal", p.Signal, "inflight", "queue", "threads_running")
+			if p.Kp <= 0 {
+				bad(key+".kp", "must be positive when a controller is set, such as 0.5")
+			}
+		}
+	}
+	acc := a.Accept
+	if acc.Rate < 0 || acc.PerClientRate < 0 {
+		bad("admission.accept.rate", "rate and per_client_rate must be 0 (no bound) or positive")
+	}
+	if acc.Burst < 1 || acc.PerClientBurst < 1 {
+		bad("admission.accept.burst", "burst and per_client_burst must be at least 1")
+	}
 	r := a.Reserve
 	if r.Floor < 0 || (a.Capacity > 0 && r.Floor > a.Capacity) {
 		bad("admission.reserve.floor", "must be between 0 (off) and admission.capacity")

@@ -53,30 +53,45 @@ func AdmissionConfig(a config.Admission) admission.Config {
 // admissionSettings are the settings the sessions read at each unit; swapped whole on a
 // reload.
 type admissionSettings struct {
-	enabled bool
-	tagKey  bool // sessions are keyed by a gk:session tag
+	enabled         bool
+	tagKey          bool // sessions are keyed by a gk:session tag
+	policerInterval time.Duration
 }
 
 // Admission returns the admission controller, for the admin API and metrics.
 func (s *Server) Admission() *admission.Controller { return s.adm }
 
-// ReloadAdmission applies new admission settings; waiting units keep their place.
-func (s *Server) ReloadAdmission(a config.Admission) {
+// ReloadAdmission applies new admission settings; waiting units keep their place. The
+// policers start again from their configured rates.
+func (s *Server) ReloadAdmission(a config.Admission) error {
+	ps, err := newPolicers(a, time.Now())
+	if err != nil {
+		return err
+	}
+	s.policers.Store(ps)
+	s.accept.Store(newAcceptPolicer(a.Accept, time.Now()))
 	s.adm.Configure(AdmissionConfig(a))
-	s.admSettings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.Sessions.Key == config.SessionKeyTag})
+	s.admSettings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.Sessions.Key == config.SessionKeyTag,
+		policerInterval: a.PolicerInterval})
+	return nil
 }
 
-// tickAdmission moves the controller's clock-driven state (timeouts, the reserve) until stop
-// is closed.
+// tickAdmission moves the clock-driven state (timeouts, the reserve, the adaptive
+// policers) until stop is closed.
 func (s *Server) tickAdmission(stop <-chan struct{}) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	lastAdapt := time.Now()
 	for {
 		select {
 		case <-stop:
 			return
 		case now := <-t.C:
 			s.adm.Tick(now)
+			if now.Sub(lastAdapt) >= s.admSettings.Load().policerInterval {
+				s.adaptPolicers(now)
+				lastAdapt = now
+			}
 		}
 	}
 }
@@ -102,11 +117,17 @@ func (s *session) needsAdmission(cmd byte) bool {
 func (s *session) admit() (admitted, keep bool) {
 	txn := s.inTxn || !s.autocommit
 	key := s.unitKey(txn)
+	m := s.srv.metrics
+	if rule := s.police(key); rule != "" {
+		m.refusedVec.WithLabelValues("policer").Inc()
+		sendError(s.client, &clientError{code: codeLockWaitTimeout, state: stateGeneral, err: errPoliced{rule},
+			msg: fmt.Sprintf("gatekeeper: rate limit: policer %q (admission.policers) refused the statement; retry later", rule)})
+		return false, s.client.IOErr() == nil
+	}
 	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted()}
 	if s.srv.costs != nil {
 		req.Cost = s.srv.costs.Estimate(estimator.Key(key))
 	}
-	m := s.srv.metrics
 	start := time.Now()
 	state, err := s.srv.adm.Arrive(&s.ticket, req)
 	if err == nil && state != admission.Admitted {

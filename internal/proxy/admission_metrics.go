@@ -24,7 +24,7 @@ var refusalReasons = map[error]string{
 	admission.ErrBlockingQueueFull: "blocking_queue_full",
 }
 
-func (m *metrics) registerAdmission(reg prometheus.Registerer, ctl *admission.Controller) {
+func (m *metrics) registerAdmission(reg prometheus.Registerer, ctl *admission.Controller, policers func() *admission.Policers) {
 	wait := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "gatekeeper_admission_wait_seconds",
 		Help:    "Time units waited for admission (0 for those admitted at once), refused ones included.",
@@ -41,7 +41,7 @@ func (m *metrics) registerAdmission(reg prometheus.Registerer, ctl *admission.Co
 	}
 	refused.WithLabelValues("policer")
 	m.refusedVec = refused
-	reg.MustRegister(wait, refused, &admissionCollector{ctl: ctl})
+	reg.MustRegister(wait, refused, &admissionCollector{ctl: ctl, policers: policers})
 }
 
 // refused counts a refusal by its reason.
@@ -55,7 +55,10 @@ func (m *metrics) refused(err error) {
 }
 
 // admissionCollector exports one snapshot of the controller per scrape.
-type admissionCollector struct{ ctl *admission.Controller }
+type admissionCollector struct {
+	ctl      *admission.Controller
+	policers func() *admission.Policers
+}
 
 var (
 	descQueued   = prometheus.NewDesc("gatekeeper_admission_queue_length", "Units waiting for capacity.", nil, nil)
@@ -71,11 +74,14 @@ var (
 	descAdmitNew = prometheus.NewDesc("gatekeeper_admission_new_sessions_admitted", "1 while the session gate lets new sessions in, 0 while it refuses them.", nil, nil)
 	descReserve  = prometheus.NewDesc("gatekeeper_admission_reserve_seconds", "Capacity kept for quick units now.", nil, nil)
 	descLane     = prometheus.NewDesc("gatekeeper_admission_lengthy_lane", "Lengthy units running inside the reserve.", nil, nil)
+	descPolRate  = prometheus.NewDesc("gatekeeper_admission_policer_rate", "A rate policer's current rate, units per second.", []string{"policer"}, nil)
+	descPolUnits = prometheus.NewDesc("gatekeeper_admission_policer_units_total", "Units a rate policer matched, by outcome (allowed, refused), since it was configured.", []string{"policer", "outcome"}, nil)
 )
 
 func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descBlocked, descRunning, descLoad, descCapacity,
-		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane} {
+		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane,
+		descPolRate, descPolUnits} {
 		ch <- d
 	}
 }
@@ -102,4 +108,9 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descAdmitNew, admitNew)
 	gauge(descReserve, s.Reserve.Seconds())
 	gauge(descLane, float64(s.Lane))
+	for _, p := range c.policers().States() {
+		ch <- prometheus.MustNewConstMetric(descPolRate, prometheus.GaugeValue, p.Rate, p.Name)
+		ch <- prometheus.MustNewConstMetric(descPolUnits, prometheus.CounterValue, float64(p.Allowed), p.Name, "allowed")
+		ch <- prometheus.MustNewConstMetric(descPolUnits, prometheus.CounterValue, float64(p.Refused), p.Name, "refused")
+	}
 }

@@ -33,6 +33,11 @@ type Server struct {
 	adm          *admission.Controller
 	admSettings  atomic.Pointer[admissionSettings]
 	acceptedTags tagSet
+	// policers are the rate policers on units; accept polices new connections;
+	// threadsRunning feeds the policers the primary's Threads_running.
+	policers       atomic.Pointer[admission.Policers]
+	accept         atomic.Pointer[acceptPolicer]
+	threadsRunning atomic.Pointer[func() (float64, bool)]
 
 	nextID atomic.Uint64
 	open   atomic.Int64 // client connections open
@@ -69,8 +74,15 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		stopReaper: make(chan struct{}),
 		adm:        admission.New(AdmissionConfig(cfg.Admission), nil),
 	}
-	s.admSettings.Store(&admissionSettings{enabled: cfg.Admission.Enabled, tagKey: cfg.Admission.Sessions.Key == config.SessionKeyTag})
-	s.metrics.registerAdmission(reg, s.adm)
+	s.admSettings.Store(&admissionSettings{enabled: cfg.Admission.Enabled, tagKey: cfg.Admission.Sessions.Key == config.SessionKeyTag,
+		policerInterval: cfg.Admission.PolicerInterval})
+	ps, err := newPolicers(cfg.Admission, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.policers.Store(ps)
+	s.accept.Store(newAcceptPolicer(cfg.Admission.Accept, time.Now()))
+	s.metrics.registerAdmission(reg, s.adm, s.policers.Load)
 	if cfg.TLS.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
@@ -78,7 +90,6 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		}
 		s.clientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	var err error
 	if s.backendTLS, err = newBackendTLS(cfg.Backends.TLS); err != nil {
 		return nil, err
 	}
@@ -143,6 +154,19 @@ func (s *Server) start(conn net.Conn) {
 	s.metrics.connsTotal.Inc()
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	if limit, ok := s.accept.Load().allow(conn.RemoteAddr(), time.Now()); !ok {
+		s.metrics.connsRefused.WithLabelValues("accept_rate").Inc()
+		rate := s.cfg.Admission.Accept.Rate
+		if limit != "admission.accept.rate" {
+			rate = s.cfg.Admission.Accept.PerClientRate
+		}
+		s.wg.Add(1)
+		go func() { // ends after one write, bounded by the deadline
+			defer s.wg.Done()
+			refuse(conn, errAcceptRate(limit, rate))
+		}()
+		return
 	}
 	if limit := s.cfg.Client.MaxConnections; limit > 0 && s.open.Load() >= int64(limit) {
 		s.metrics.connsRefused.WithLabelValues("max_connections").Inc()

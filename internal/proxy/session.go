@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -55,6 +56,8 @@ type session struct {
 	// the connection has been admitted before (an accepted session).
 	ticket      admission.Ticket
 	wasAdmitted bool
+	// clientAddr is the client's IP, for the policers.
+	clientAddr netip.Addr
 
 	// cls classifies the statements; stmt is what it said of the current command's.
 	cls  *classify.Classifier
@@ -98,14 +101,15 @@ type unit struct {
 func newSession(srv *Server, id uint64, conn net.Conn) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &session{
-		id:     id,
-		srv:    srv,
-		log:    srv.log.With("conn", id, "client", conn.RemoteAddr().String()),
-		ctx:    ctx,
-		cancel: cancel,
-		client: protocol.NewConn(conn),
-		stmts:  map[uint32]statement{},
-		cls:    classify.New(),
+		id:         id,
+		srv:        srv,
+		log:        srv.log.With("conn", id, "client", conn.RemoteAddr().String()),
+		ctx:        ctx,
+		cancel:     cancel,
+		client:     protocol.NewConn(conn),
+		clientAddr: addrOf(conn.RemoteAddr()),
+		stmts:      map[uint32]statement{},
+		cls:        classify.New(),
 	}
 }
 
