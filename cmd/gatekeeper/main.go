@@ -6,6 +6,7 @@
 //
 //	gatekeeper serve [--config FILE] [--listen ADDR] [--admin-listen ADDR] [--primary ADDR] [--replica ADDR]...
 //	gatekeeper check-config FILE
+//	gatekeeper calibrate --dsn DSN --workload FILE [--write CONFIG]
 //	gatekeeper top [--admin ADDR] [--sort KEY] [--once]
 //	gatekeeper version
 package main
@@ -31,6 +32,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newCheckConfigCommand(), newTopCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newCheckConfigCommand(), newCalibrateCommand(), newTopCommand(), newVersionCommand())
 	return root
 }

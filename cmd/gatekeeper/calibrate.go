@@ -1,0 +1,396 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/capacity"
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
+)
+
+type calibrateOptions struct {
+	dsn, workload, configFile, write string
+	clients                          int
+	step, warmup                     time.Duration
+	maxFactor                        int
+	threshold                        float64
+}
+
+func newCalibrateCommand() *cobra.Command {
+	var o calibrateOptions
+	cmd := &cobra.Command{
+		Use:   "calibrate --dsn DSN --workload FILE [--write CONFIG]",
+		Short: "Find admission.capacity for a database by incremental steps",
+		Long: "Runs a workload against the database through an in-process proxy with admission on,\n" +
+			"at capacities doubling from a quarter of the mean learned cost up to --max-factor\n" +
+			"times it (then refined around the best), measures the throughput at each, and\n" +
+			"chooses the smallest capacity\n" +
+			"whose throughput is within --threshold of the highest. It prints the throughput\n" +
+			"curve and the settings to use, and with --write sets admission.capacity in a\n" +
+			"configuration file, keeping the rest of it and its comments.\n\n" +
+			"The workload is a file of SQL statements, each ending with ; at the end of a line;\n" +
+			"blank lines and lines starting with -- are skipped. Each client runs them in order\n" +
+			"from a random starting point, in a loop, with no think time. Use statements that\n" +
+			"can run again and again (reads, or writes that do not grow without bound).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return calibrate(ctx, o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dsn, "dsn", "", "the database, as a go-sql-driver DSN: user:password@tcp(host:port)/schema (required)")
+	f.StringVar(&o.workload, "workload", "", "file of SQL statements to run (required)")
+	f.StringVar(&o.configFile, "config", "", "gatekeeper configuration to calibrate with (classify, estimator keys)")
+	f.StringVar(&o.write, "write", "", "configuration file in which to set admission.capacity")
+	f.IntVar(&o.clients, "clients", 32, "concurrent clients; enough to overload the database")
+	f.DurationVar(&o.step, "step-duration", 10*time.Second, "measurement per capacity")
+	f.DurationVar(&o.warmup, "warmup", 5*time.Second, "first run without admission, to learn the costs")
+	f.IntVar(&o.maxFactor, "max-factor", 64, "largest capacity tried, in multiples of the mean learned cost")
+	f.Float64Var(&o.threshold, "threshold", 0.95, "share of the peak throughput the chosen capacity must reach")
+	return cmd
+}
+
+// readWorkload reads statements separated by ; at line ends.
+func readWorkload(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--workload: %w", err)
+	}
+	var out []string
+	var cur strings.Builder
+	for line := range strings.SplitSeq(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(t, ";") {
+			if s := strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"); s != "" {
+				out = append(out, s)
+			}
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--workload: no statements found in %s; put one SQL statement per line, ending with ;", path)
+	}
+	return out, nil
+}
+
+// recorder collects the latencies of one step.
+type recorder struct {
+	mu     sync.Mutex
+	lat    []time.Duration
+	errs   int
+	lastEr error
+}
+
+func (r *recorder) add(d time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.errs++
+		r.lastEr = err
+		return
+	}
+	r.lat = append(r.lat, d)
+}
+
+// take returns the step measured since the last take, over elapsed.
+func (r *recorder) take(c time.Duration, elapsed time.Duration) (capacity.Step, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := capacity.Step{Capacity: c, Throughput: float64(len(r.lat)) / elapsed.Seconds(), Errors: r.errs}
+	if n := len(r.lat); n > 0 {
+		slices.Sort(r.lat)
+		var sum time.Duration
+		for _, d := range r.lat {
+			sum += d
+		}
+		s.Mean, s.P95 = sum/time.Duration(n), r.lat[(n*95-1)/100]
+	}
+	err := r.lastEr
+	r.lat, r.errs, r.lastEr = r.lat[:0], 0, nil
+	return s, err
+}
+
+func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
+	if o.dsn == "" {
+		return errors.New("--dsn is required: the database to calibrate, such as 'app:secret@tcp(db1:3306)/shop'")
+	}
+	if o.workload == "" {
+		return errors.New("--workload is required: a file of the statements your application runs")
+	}
+	if o.clients < 1 || o.maxFactor < 1 || o.threshold <= 0 || o.threshold > 1 || o.step <= 0 {
+		return errors.New("--clients and --max-factor must be at least 1, --threshold in (0, 1], --step-duration positive")
+	}
+	dsn, err := mysql.ParseDSN(o.dsn)
+	if err != nil {
+		return fmt.Errorf("--dsn: %w", err)
+	}
+	stmts, err := readWorkload(o.workload)
+	if err != nil {
+		return err
+	}
+	cfg := config.Default()
+	if o.configFile != "" {
+		if cfg, err = config.Load(config.Sources{File: o.configFile}); err != nil {
+			return err
+		}
+	}
+	cfg.Listen, cfg.Admin.Listen, cfg.Backends.Primary = "127.0.0.1:0", "", dsn.Addr
+	cfg.Admission.Enabled = false
+	costs, err := estimator.New(estimatorConfig(cfg.Estimator))
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := proxy.New(cfg, log, prometheus.NewRegistry(), costs)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	go func() { _ = srv.Serve(ln) }() // ends at Shutdown
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+
+	dsn.Addr = ln.Addr().String()
+	db, err := sql.Open("mysql", dsn.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(o.clients)
+	db.SetMaxIdleConns(o.clients)
+	if err := db.PingContext(ctx); err != nil {
+		return fmt.Errorf("cannot connect to %s through the proxy: %w", cfg.Backends.Primary, err)
+	}
+
+	rec := &recorder{}
+	runCtx, stopClients := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range o.clients {
+		wg.Add(1)
+		go func() { // ends when stopClients is called
+			defer wg.Done()
+			i := rand.IntN(len(stmts))
+			for runCtx.Err() == nil {
+				start := time.Now()
+				_, err := db.ExecContext(runCtx, stmts[i])
+				if runCtx.Err() != nil {
+					return
+				}
+				rec.add(time.Since(start), err)
+				i = (i + 1) % len(stmts)
+			}
+		}()
+	}
+	defer func() { stopClients(); wg.Wait() }()
+
+	wait := func(d time.Duration) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+			return nil
+		}
+	}
+	fmt.Fprintf(out, "calibrate: %d statements, %d clients, against %s\n", len(stmts), o.clients, cfg.Backends.Primary)
+	if err := wait(o.warmup); err != nil {
+		return err
+	}
+	base, err := rec.take(0, o.warmup)
+	if err != nil && base.Errors*100 > int(base.Throughput*o.warmup.Seconds())+base.Errors {
+		return fmt.Errorf("more than 1%% of the statements failed while learning their costs (%d); last error: %w", base.Errors, err)
+	}
+	mean := meanCost(costs)
+	if mean == 0 {
+		return errors.New("no statement completed while learning costs; check the workload and the database")
+	}
+	mean = max(mean, time.Millisecond)
+	fmt.Fprintf(out, "without admission: %.1f statements/s, mean %.2f ms; mean learned cost %.2f ms\n",
+		base.Throughput, float64(base.Mean)/1e6, float64(mean)/1e6)
+
+	var steps []capacity.Step
+	measure := func(c time.Duration) error {
+		a := cfg.Admission
+		a.Enabled, a.Capacity = true, c
+		a.QueueTimeout, a.MaxQueue = time.Hour, 1<<20
+		if err := srv.ReloadAdmission(a); err != nil {
+			return err
+		}
+		if err := wait(time.Second); err != nil { // settle
+			return err
+		}
+		_, _ = rec.take(c, time.Second)
+		if err := wait(o.step); err != nil {
+			return err
+		}
+		s, serr := rec.take(c, o.step)
+		steps = append(steps, s)
+		fmt.Fprintf(out, "  capacity %-10s %10.1f statements/s  mean %7.2f ms  p95 %7.2f ms  errors %d\n",
+			c.Round(time.Millisecond), s.Throughput, float64(s.Mean)/1e6, float64(s.P95)/1e6, s.Errors)
+		if serr != nil && s.Errors > 0 {
+			fmt.Fprintf(out, "    last error: %v\n", serr)
+		}
+		return nil
+	}
+	// Doubling from a quarter of the mean cost, to see the curve rise.
+	for _, c := range capacity.Candidates(mean/4, 4*o.maxFactor) {
+		if err := measure(c); err != nil {
+			return err
+		}
+	}
+	// While the smallest capacity tried reaches the peak, the curve's knee lies lower.
+	for range 4 {
+		low := capacity.Choose(steps, o.threshold)
+		c := steps[low].Capacity / 2
+		if c < time.Millisecond || slices.IndexFunc(steps, func(s capacity.Step) bool { return s.Capacity < steps[low].Capacity }) >= 0 {
+			break
+		}
+		if err := measure(c); err != nil {
+			return err
+		}
+	}
+	for range 2 {
+		chosen := capacity.Choose(steps, o.threshold)
+		for _, c := range capacity.Refine(steps, chosen, steps[chosen].Capacity/8) {
+			if err := measure(c); err != nil {
+				return err
+			}
+		}
+	}
+	chosen := capacity.Choose(steps, o.threshold)
+	fmt.Fprintf(out, "mean learned cost at the end: %.2f ms (capacity counts in these costs)\n\n", float64(meanCost(costs))/1e6)
+	capacity.Print(out, steps, chosen)
+	c := steps[chosen].Capacity.Round(time.Millisecond)
+	if slices.IndexFunc(steps, func(s capacity.Step) bool { return s.Capacity > steps[chosen].Capacity }) < 0 {
+		fmt.Fprintf(out, "\nwarning: the largest capacity tried was chosen, so the peak may lie beyond it;"+
+			" run again with a larger --max-factor than %d\n", o.maxFactor)
+	}
+	fmt.Fprintf(out, "\nchosen: the smallest capacity within %.0f%% of the peak throughput\n\nadmission:\n  capacity: %s\n",
+		100*o.threshold, c)
+	if o.write != "" {
+		if err := setCapacity(o.write, c); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nwrote admission.capacity: %s to %s\n", c, o.write)
+	}
+	return nil
+}
+
+// meanCost returns the expected cost of the next statement: the types' current estimates
+// weighted by their recent rates (by their counts without recent samples), or 0.
+func meanCost(costs *estimator.Table) time.Duration {
+	var sum, weight, total float64
+	var count uint64
+	for _, ts := range costs.Snapshot() {
+		sum += ts.Rate * float64(ts.Mean)
+		weight += ts.Rate
+		total += float64(ts.Count) * float64(ts.Mean)
+		count += ts.Count
+	}
+	switch {
+	case weight > 0:
+		return time.Duration(sum / weight)
+	case count > 0:
+		return time.Duration(total / float64(count))
+	}
+	return 0
+}
+
+// setCapacity sets admission.capacity in the YAML file at path (created if missing),
+// keeping its other keys and comments.
+func setCapacity(path string, c time.Duration) error {
+	var doc yaml.Node
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("--write: %w", err)
+	default:
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return fmt.Errorf("--write %s: not YAML: %w", path, err)
+		}
+	}
+	if len(doc.Content) == 0 {
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("--write %s: the document is not a mapping of keys", path)
+	}
+	adm := mapping(root, "admission")
+	if adm == nil {
+		return fmt.Errorf("--write %s: admission is not a mapping of keys", path)
+	}
+	v := &yaml.Node{Kind: yaml.ScalarNode, Value: c.String()}
+	if old := lookup(adm, "capacity"); old != nil {
+		old.Value, old.Tag, old.Style = v.Value, "", 0
+	} else {
+		adm.Content = append(adm.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "capacity"}, v)
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+func lookup(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// mapping returns the mapping under key in m, adding it when missing, or nil if key holds
+// something else.
+func mapping(m *yaml.Node, key string) *yaml.Node {
+	if n := lookup(m, key); n != nil {
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		return n
+	}
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, n)
+	return n
+}
