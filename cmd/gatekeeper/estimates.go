@@ -101,15 +101,16 @@ func (s typesSource) Types() admin.TypesResponse {
 	}
 	for _, ts := range snap {
 		st := admin.TypeStats{
-			Type:   ts.Name,
-			Sample: ts.Sample,
-			Count:  ts.Count,
-			Rate:   ts.Rate,
-			MeanMS: ms(ts.Mean),
-			P50MS:  ms(ts.P50),
-			P95MS:  ms(ts.P95),
-			P99MS:  ms(ts.P99),
-			Share:  ts.Share,
+			Type:    ts.Name,
+			Sample:  ts.Sample,
+			Count:   ts.Count,
+			TotalMS: ms(ts.Total),
+			Rate:    ts.Rate,
+			MeanMS:  ms(ts.Mean),
+			P50MS:   ms(ts.P50),
+			P95MS:   ms(ts.P95),
+			P99MS:   ms(ts.P99),
+			Share:   ts.Share,
 		}
 		if !ts.LastUpdate.IsZero() {
 			last := ts.LastUpdate

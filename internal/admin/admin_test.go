@@ -42,7 +42,7 @@ func TestTypesEndpoint(t *testing.T) {
 	types := &fakeTypes{resp: TypesResponse{
 		Time: when, TypeKey: "digest", Tracked: 1, MaxTypes: 1000, DefaultCostMS: 10,
 		Types: []TypeStats{{Type: "00000000000000ab", Sample: "SELECT c FROM sbtest1 WHERE id = ?",
-			Count: 7, Rate: 2.5, MeanMS: 0.12, P95MS: 0.2, P99MS: 0.3, Share: 1, LastUpdate: &when}},
+			Count: 7, TotalMS: 0.84, Rate: 2.5, MeanMS: 0.12, P95MS: 0.2, P99MS: 0.3, Share: 1, LastUpdate: &when}},
 	}}
 	h := Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: CheckFunc(func(context.Context) error { return nil }), Types: types})
 
@@ -53,6 +53,7 @@ func TestTypesEndpoint(t *testing.T) {
 	assert.Equal(t, types.resp.Types[0].Sample, got.Types[0].Sample)
 	assert.Equal(t, 0.12, got.Types[0].MeanMS)
 	assert.Contains(t, body, `"mean_ms": 0.12`, "field names are an interface")
+	assert.Contains(t, body, `"total_ms": 0.84`)
 
 	code, _ = get(t, h, http.MethodGet, "/api/v1/types/reset")
 	assert.Equal(t, http.StatusMethodNotAllowed, code, "a reset must not happen on a GET")

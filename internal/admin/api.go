@@ -32,6 +32,10 @@ type TypeStats struct {
 	Sample string `json:"sample"`
 	// Count is the number of units measured since the type was added or loaded.
 	Count uint64 `json:"count"`
+	// TotalMS is the summed backend busy time of those Count units (for a loaded type,
+	// Count times its loaded estimate): the difference of two readings over the difference
+	// of their counts is the mean cost between them.
+	TotalMS float64 `json:"total_ms"`
 	// Rate is units per second over the recent horizon.
 	Rate float64 `json:"rate"`
 	// MeanMS is the current estimate: what admission charges the next unit of the type.
