@@ -1,0 +1,562 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/admission"
+)
+
+// Config is one simulation run: a database, a workload and, unless direct, the admission
+// controller between them. Exactly one of Closed, Open and Sessions is set.
+type Config struct {
+	// Seed makes the run: the same Config gives the same Result.
+	Seed     uint64
+	Database DatabaseConfig
+	Mix      *Mix
+	// Admission is the controller's policy; nil runs direct, with no admission at all.
+	// Each unit is charged its class's mean demand (the Mix's mean for the class) and
+	// released with the time it spent in the database.
+	Admission *admission.Config
+
+	Closed   *ClosedLoop
+	Open     *OpenLoop
+	Sessions *SessionLoad
+
+	// Warmup and Duration: under Closed and Open, interactions that end in
+	// [Warmup, Warmup+Duration) are measured and the run stops at Warmup+Duration.
+	// Sessions runs until every session has ended, measuring all of them.
+	Warmup, Duration time.Duration
+}
+
+// ClosedLoop is a fixed number of emulated clients, each issuing a request, waiting for
+// its response, thinking, and again.
+type ClosedLoop struct {
+	Clients int
+	// Think is the mean of the exponential think time; ThinkMax caps it (0: no cap).
+	Think, ThinkMax time.Duration
+}
+
+// OpenLoop is requests arriving by themselves, whatever happens to the earlier ones.
+type OpenLoop struct {
+	Arrivals Arrivals
+}
+
+// SessionLoad is sessions arriving by themselves, each a closed loop of a number of
+// requests, drawn uniformly from [MinLength, MaxLength], with think times between them.
+// The first request of a session is of a new session; once one of its requests has been
+// admitted the session is accepted. A refused request ends its session: rejected if the
+// session was not yet accepted, aborted if it was.
+type SessionLoad struct {
+	Arrivals             Arrivals
+	Count                int
+	MinLength, MaxLength int
+	Think, ThinkMax      time.Duration
+}
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	loads := 0
+	for _, set := range []bool{c.Closed != nil, c.Open != nil, c.Sessions != nil} {
+		if set {
+			loads++
+		}
+	}
+	switch {
+	case loads != 1:
+		return errors.New("sim: set exactly one of Closed, Open and Sessions")
+	case c.Mix == nil:
+		return errors.New("sim: no Mix")
+	case c.Sessions == nil && c.Duration <= 0:
+		return errors.New("sim: Duration must be positive")
+	case c.Sessions != nil && (c.Warmup != 0 || c.Duration != 0):
+		return errors.New("sim: sessions run until they end: leave Warmup and Duration 0")
+	case c.Warmup < 0:
+		return errors.New("sim: Warmup must be 0 or positive")
+	}
+	if err := c.Database.Validate(); err != nil {
+		return err
+	}
+	if c.Admission != nil {
+		if err := c.Admission.Validate(); err != nil {
+			return fmt.Errorf("sim: admission: %w", err)
+		}
+	}
+	switch {
+	case c.Closed != nil:
+		if c.Closed.Clients < 1 || c.Closed.Think < 0 {
+			return fmt.Errorf("sim: closed loop needs clients (got %d) and a think time of 0 or more", c.Closed.Clients)
+		}
+	case c.Open != nil:
+		return c.Open.Arrivals.Validate()
+	case c.Sessions != nil:
+		s := c.Sessions
+		if s.Count < 1 || s.MinLength < 1 || s.MaxLength < s.MinLength || s.Think < 0 {
+			return fmt.Errorf("sim: sessions need a count, 1 <= MinLength <= MaxLength and a think time of 0 or more")
+		}
+		return s.Arrivals.Validate()
+	}
+	return nil
+}
+
+// Result is what a run measured.
+type Result struct {
+	// Measured is the simulated time measured.
+	Measured time.Duration
+	// Completed counts interactions answered, Refused those the controller refused (the
+	// reasons are in Admission's counters), RefusedByClass per class of the Mix.
+	Completed, Refused int
+	RefusedByClass     []int
+	// Throughput is completed interactions per second.
+	Throughput float64
+	// All is the response time of every completed interaction (the ones that do not reach
+	// the database count with 0); Classes per class of the Mix.
+	All     Latency
+	Classes []Latency
+	// Sessions under SessionLoad.
+	Sessions SessionCounts
+	// Admission is the controller's state at the end (its counters cover the whole run).
+	Admission admission.Snapshot
+	// MaxRunning is the most requests the database served at once.
+	MaxRunning int
+	// Events counts the simulation's steps.
+	Events int
+}
+
+// SessionCounts counts what became of the sessions.
+type SessionCounts struct {
+	Arrived   int
+	Accepted  int // admitted at least once
+	Rejected  int // refused before being accepted
+	Aborted   int // accepted, then a request refused
+	Completed int // every request answered
+}
+
+// AbortedRatio is the share of accepted sessions that were aborted.
+func (s SessionCounts) AbortedRatio() float64 { return ratio(s.Aborted, s.Accepted) }
+
+// RejectedRatio is the share of arriving sessions refused before being accepted.
+func (s SessionCounts) RejectedRatio() float64 { return ratio(s.Rejected, s.Arrived) }
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// request is one interaction, and the state of whoever issues it: a closed-loop client or a
+// session reuse theirs from one request to the next.
+type request struct {
+	ticket  admission.Ticket
+	class   int
+	demand  float64 // seconds of database service
+	issued  time.Duration
+	started time.Duration
+	finish  float64 // when the database's attained service reaches it, the request is done
+	seq     uint64  // start order in the database, for ties
+	gen     uint64  // counts the requests issued on this struct
+	waiting bool    // waits in the controller
+
+	// Session state.
+	session  bool
+	accepted bool
+	left     int // requests still to issue after this one
+}
+
+func (r *request) before(o *request) bool {
+	if r.finish != o.finish {
+		return r.finish < o.finish
+	}
+	return r.seq < o.seq
+}
+
+// epoch is the simulated clock's zero.
+var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type run struct {
+	cfg Config
+	// rng draws think times, interactions and demands; arr draws what arrives by itself
+	// (open-loop arrivals and their interactions, sessions and their lengths), so that runs
+	// that differ only in policy see the same arrivals.
+	rng, arr *rand.Rand
+	db       *Database
+	ctl      *admission.Controller
+	clock    *admission.ManualClock
+	clockAt  time.Duration // what clock reads, from epoch
+	cost     []time.Duration
+
+	events  eventQueue
+	now     time.Duration
+	end     time.Duration // 0: run until nothing is left to do
+	waiting waitList
+	done    []*request
+	seq     uint64
+
+	free     []*request // open-loop requests to reuse
+	arrivals *arrivalGen
+	arrived  int // sessions so far
+
+	res Result
+}
+
+// Run simulates cfg and returns what it measured.
+func Run(cfg Config) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	s := newRun(cfg)
+	if err := s.loop(); err != nil {
+		return Result{}, err
+	}
+	s.res.Measured = s.now - cfg.Warmup
+	if s.end > 0 {
+		s.res.Measured = cfg.Duration
+	}
+	if s.res.Measured > 0 {
+		s.res.Throughput = float64(s.res.Completed) / s.res.Measured.Seconds()
+	}
+	if s.ctl != nil {
+		s.res.Admission = s.ctl.Snapshot()
+	}
+	return s.res, nil
+}
+
+// newRun sets up a run of a valid cfg, its first events scheduled.
+func newRun(cfg Config) *run {
+	s := &run{
+		cfg: cfg,
+		rng: rand.New(rand.NewPCG(cfg.Seed, 1)),
+		arr: rand.New(rand.NewPCG(cfg.Seed, 2)),
+		db:  NewDatabase(cfg.Database),
+	}
+	classes := len(cfg.Mix.Classes())
+	s.res.Classes = make([]Latency, classes)
+	s.res.RefusedByClass = make([]int, classes)
+	s.waiting.init(classes)
+	if cfg.Admission != nil {
+		s.clock = admission.NewManualClock(epoch)
+		s.ctl = admission.New(*cfg.Admission, s.clock)
+		for i := range classes {
+			s.cost = append(s.cost, cfg.Mix.Mean(i))
+		}
+	}
+	switch {
+	case cfg.Closed != nil:
+		s.end = cfg.Warmup + cfg.Duration
+		clients := make([]request, cfg.Closed.Clients)
+		for i := range clients {
+			// Clients start thinking, so that they do not all arrive at once.
+			s.events.push(event{at: s.think(cfg.Closed.Think, cfg.Closed.ThinkMax), kind: evIssue, req: &clients[i]})
+		}
+	case cfg.Open != nil:
+		s.end = cfg.Warmup + cfg.Duration
+		s.arrivals = newArrivalGen(cfg.Open.Arrivals, s.arr)
+		s.events.push(event{at: seconds(s.arrivals.next(s.arr)), kind: evArrival})
+	case cfg.Sessions != nil:
+		s.arrivals = newArrivalGen(cfg.Sessions.Arrivals, s.arr)
+		s.events.push(event{at: seconds(s.arrivals.next(s.arr)), kind: evArrival})
+	}
+	return s
+}
+
+func (s *run) loop() error {
+	for {
+		tdb, busy := s.db.Next()
+		if busy && (s.events.len() == 0 || tdb <= s.events.peek()) {
+			if s.end > 0 && tdb >= s.end {
+				return nil
+			}
+			s.now = tdb
+			s.res.Events++
+			if err := s.finish(); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.events.len() == 0 {
+			return nil
+		}
+		if s.end > 0 && s.events.peek() >= s.end {
+			return nil
+		}
+		e := s.events.pop()
+		s.now = e.at
+		s.res.Events++
+		switch e.kind {
+		case evIssue:
+			s.issue(e.req)
+		case evArrival:
+			s.arrive()
+		case evDeadline:
+			if e.req.gen == e.gen && e.req.waiting {
+				s.ctl.Tick(s.setClock())
+				s.collect()
+			}
+		}
+	}
+}
+
+// setClock moves the controller's clock to now, and returns the time it reads.
+func (s *run) setClock() time.Time {
+	at := epoch.Add(s.now)
+	if s.now != s.clockAt {
+		s.clock.Set(at)
+		s.clockAt = s.now
+	}
+	return at
+}
+
+// think draws a think time.
+func (s *run) think(mean, capAt time.Duration) time.Duration {
+	d := seconds(s.rng.ExpFloat64() * mean.Seconds())
+	if capAt > 0 {
+		d = min(d, capAt)
+	}
+	return d
+}
+
+// arrive starts the next open-loop request or session.
+func (s *run) arrive() {
+	var r *request
+	if s.cfg.Open != nil {
+		if n := len(s.free); n > 0 {
+			r, s.free = s.free[n-1], s.free[:n-1]
+		} else {
+			r = new(request)
+		}
+		r.class, r.demand = s.cfg.Mix.Draw(s.arr)
+	} else {
+		sl := s.cfg.Sessions
+		s.arrived++
+		s.res.Sessions.Arrived++
+		r = &request{session: true, left: sl.MinLength - 1 + s.arr.IntN(sl.MaxLength-sl.MinLength+1)}
+		r.class, r.demand = s.cfg.Mix.Draw(s.rng)
+	}
+	if s.cfg.Open != nil || s.arrived < s.cfg.Sessions.Count {
+		s.events.push(event{at: s.now + seconds(s.arrivals.next(s.arr)), kind: evArrival})
+	}
+	s.send(r)
+}
+
+// issue sends r's issuer's next interaction.
+func (s *run) issue(r *request) {
+	r.class, r.demand = s.cfg.Mix.Draw(s.rng)
+	s.send(r)
+}
+
+// send sends r, its class and demand drawn, to the database: through the controller
+// unless direct.
+func (s *run) send(r *request) {
+	r.gen++
+	r.issued = s.now
+	if r.demand == 0 {
+		r.started = s.now
+		s.complete(r)
+		return
+	}
+	if s.ctl == nil {
+		s.start(r)
+		return
+	}
+	s.setClock()
+	st, err := s.ctl.Arrive(&r.ticket, admission.Request{
+		Type: uint64(r.class), Cost: s.cost[r.class], Accepted: r.accepted,
+	})
+	switch st {
+	case admission.Admitted:
+		s.start(r)
+	case admission.Queued, admission.Blocked:
+		r.waiting = true
+		s.waiting.add(r)
+		s.events.push(event{at: s.now + s.cfg.Admission.QueueTimeout, kind: evDeadline, req: r, gen: r.gen})
+	default:
+		s.refuse(r, err)
+	}
+	s.collect()
+}
+
+// start sends r to the database.
+func (s *run) start(r *request) {
+	r.started = s.now
+	if r.session && !r.accepted {
+		r.accepted = true
+		s.res.Sessions.Accepted++
+	}
+	s.seq++
+	r.seq = s.seq
+	s.db.Start(r, r.demand, s.now)
+	s.res.MaxRunning = max(s.res.MaxRunning, s.db.Running())
+}
+
+var errStuck = errors.New("sim: the database owes a request it cannot finish")
+
+// finish ends the requests the database has served by now.
+func (s *run) finish() error {
+	s.done = s.db.Finish(s.now, s.done[:0])
+	if len(s.done) == 0 {
+		return errStuck
+	}
+	for _, r := range s.done {
+		if s.ctl != nil {
+			s.setClock()
+			s.ctl.Release(&r.ticket, s.now-r.started)
+		}
+		s.complete(r)
+	}
+	if s.ctl != nil {
+		s.collect()
+	}
+	return nil
+}
+
+// measured says whether an interaction ending now counts.
+func (s *run) measured() bool {
+	return s.now >= s.cfg.Warmup && (s.end == 0 || s.now < s.end)
+}
+
+// complete records r's response and moves its issuer on.
+func (s *run) complete(r *request) {
+	if s.measured() {
+		resp, wait := (s.now - r.issued).Seconds(), (r.started - r.issued).Seconds()
+		s.res.Completed++
+		s.res.All.add(resp, wait)
+		s.res.Classes[r.class].add(resp, wait)
+	}
+	switch {
+	case s.cfg.Closed != nil:
+		s.events.push(event{at: s.now + s.think(s.cfg.Closed.Think, s.cfg.Closed.ThinkMax), kind: evIssue, req: r})
+	case s.cfg.Open != nil:
+		s.free = append(s.free, r)
+	case r.left > 0:
+		r.left--
+		s.events.push(event{at: s.now + s.think(s.cfg.Sessions.Think, s.cfg.Sessions.ThinkMax), kind: evIssue, req: r})
+	default:
+		s.res.Sessions.Completed++
+	}
+}
+
+// refuse records that the controller refused r, and moves its issuer on.
+func (s *run) refuse(r *request, _ error) {
+	if s.measured() {
+		s.res.Refused++
+		s.res.RefusedByClass[r.class]++
+	}
+	switch {
+	case s.cfg.Closed != nil:
+		s.events.push(event{at: s.now + s.think(s.cfg.Closed.Think, s.cfg.Closed.ThinkMax), kind: evIssue, req: r})
+	case s.cfg.Open != nil:
+		s.free = append(s.free, r)
+	case r.accepted:
+		s.res.Sessions.Aborted++
+	default:
+		s.res.Sessions.Rejected++
+	}
+}
+
+// collect finds the waiting requests that the last call into the controller admitted or
+// refused, and moves them on. The controller's counts of waiting units say how many there
+// are; within a class they leave in arrival order (a class has one cost, so SJF and aging
+// order it by arrival, and deadlines follow arrivals), so they are almost always at the
+// fronts of the per-class lists, and the whole list is searched only when they are not.
+func (s *run) collect() {
+	if s.waiting.n == 0 {
+		return
+	}
+	snap := s.ctl.Snapshot()
+	left := s.waiting.n - snap.Queued - snap.Blocked
+	if left <= 0 {
+		return
+	}
+	for c := range s.waiting.byClass {
+		for left > 0 {
+			r := s.waiting.front(c)
+			if r == nil || stillWaiting(r) {
+				break
+			}
+			s.waiting.popFront(c)
+			left--
+			s.settle(r)
+		}
+	}
+	if left > 0 {
+		s.waiting.sweep(func(r *request) bool {
+			if stillWaiting(r) {
+				return true
+			}
+			s.settle(r)
+			return false
+		})
+	}
+}
+
+func stillWaiting(r *request) bool {
+	st := r.ticket.State()
+	return st == admission.Queued || st == admission.Blocked
+}
+
+// settle moves on a request that stopped waiting: admitted, or refused.
+func (s *run) settle(r *request) {
+	r.waiting = false
+	if r.ticket.State() == admission.Admitted {
+		s.start(r)
+		return
+	}
+	s.refuse(r, r.ticket.Err())
+}
+
+// waitList holds the requests waiting in the controller, per class in arrival order.
+type waitList struct {
+	byClass [][]*request
+	heads   []int
+	n       int
+}
+
+func (w *waitList) init(classes int) {
+	w.byClass = make([][]*request, classes)
+	w.heads = make([]int, classes)
+}
+
+func (w *waitList) add(r *request) {
+	w.byClass[r.class] = append(w.byClass[r.class], r)
+	w.n++
+}
+
+func (w *waitList) front(c int) *request {
+	if w.heads[c] == len(w.byClass[c]) {
+		return nil
+	}
+	return w.byClass[c][w.heads[c]]
+}
+
+func (w *waitList) popFront(c int) {
+	q := w.byClass[c]
+	q[w.heads[c]] = nil
+	w.heads[c]++
+	w.n--
+	if w.heads[c] == len(q) {
+		w.byClass[c], w.heads[c] = q[:0], 0
+	} else if w.heads[c] > 1024 && w.heads[c] > len(q)/2 {
+		n := copy(q, q[w.heads[c]:])
+		clear(q[n:])
+		w.byClass[c], w.heads[c] = q[:n], 0
+	}
+}
+
+// sweep keeps the requests for which keep returns true, in order.
+func (w *waitList) sweep(keep func(*request) bool) {
+	for c, q := range w.byClass {
+		out := q[:0]
+		for _, r := range q[w.heads[c]:] {
+			if keep(r) {
+				out = append(out, r)
+			} else {
+				w.n--
+			}
+		}
+		clear(q[len(out):])
+		w.byClass[c], w.heads[c] = out, 0
+	}
+}
