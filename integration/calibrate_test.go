@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
 )
 
 // TestCalibrateWritesTheChosenCapacity runs gatekeeper calibrate against the primary with
@@ -61,4 +64,34 @@ func TestCalibrateSaysWhatIsMissing(t *testing.T) {
 	out, err := exec.Command(gatekeeperBinary(t), "calibrate", "--dsn", dsn(env.Primary, "")).CombinedOutput()
 	require.Error(t, err)
 	require.Contains(t, string(out), "--workload is required")
+}
+
+// TestCalibrateWithTheBookstore calibrates with the bookstore benchmark's customers as the
+// workload, loaded small.
+func TestCalibrateWithTheBookstore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const database = "calibrate_bookstore"
+	admin := openDB(t, env.Primary, "")
+	mustExec(t, admin, "DROP DATABASE IF EXISTS "+database)
+	mustExec(t, admin, "CREATE DATABASE "+database)
+	t.Cleanup(func() { mustExec(t, admin, "DROP DATABASE IF EXISTS "+database) })
+	db, err := sql.Open("mysql", bookstoreDSN(env.Primary, database))
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, bookstore.Load(ctx, db, bookstore.Scale{Items: 1000, Customers: 2000, Seed: 3}, nil))
+
+	out, err := exec.CommandContext(ctx, gatekeeperBinary(t), "calibrate",
+		"--dsn", bookstoreDSN(env.Primary, database), "--workload", "bookstore:browsing",
+		"--clients", "8", "--warmup", "2s", "--step-duration", "1s", "--max-factor", "2").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("%s", out)
+	require.Contains(t, string(out), "calibrate: the bookstore, browsing mix, 8 clients")
+	require.Regexp(t, `(?m)^\s+capacity \S+\s+[0-9.]+ interactions/s .* errors 0$`, string(out))
+	require.Regexp(t, `(?m)^  capacity: \S+$`, string(out))
+
+	out, err = exec.CommandContext(ctx, gatekeeperBinary(t), "calibrate",
+		"--dsn", dsn(env.Primary, ""), "--workload", "bookstore").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "the bookstore is not loaded", "%s", out)
 }

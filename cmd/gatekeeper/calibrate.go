@@ -3,18 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
 	"slices"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -49,10 +45,12 @@ func newCalibrateCommand() *cobra.Command {
 			"whose throughput is within --threshold of the highest. It prints the throughput\n" +
 			"curve and the settings to use, and with --write sets admission.capacity in a\n" +
 			"configuration file, keeping the rest of it and its comments.\n\n" +
-			"The workload is a file of SQL statements, each ending with ; at the end of a line;\n" +
-			"blank lines and lines starting with -- are skipped. Each client runs them in order\n" +
-			"from a random starting point, in a loop, with no think time. Use statements that\n" +
-			"can run again and again (reads, or writes that do not grow without bound).",
+			"The workload is bookstore[:MIX], the bookstore benchmark's customers without think\n" +
+			"time (load it first: go run ./bench/cmd/bookstore load), or a file of SQL\n" +
+			"statements, each ending with ; at the end of a line; blank lines and lines starting\n" +
+			"with -- are skipped. Each client runs them in order from a random starting point, in\n" +
+			"a loop, with no think time. Use statements that can run again and again (reads, or\n" +
+			"writes that do not grow without bound).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
@@ -62,7 +60,7 @@ func newCalibrateCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dsn, "dsn", "", "the database, as a go-sql-driver DSN: user:password@tcp(host:port)/schema (required)")
-	f.StringVar(&o.workload, "workload", "", "file of SQL statements to run (required)")
+	f.StringVar(&o.workload, "workload", "", "file of SQL statements to run, or bookstore[:browsing|shopping|ordering] (required)")
 	f.StringVar(&o.configFile, "config", "", "gatekeeper configuration to calibrate with (classify, estimator keys)")
 	f.StringVar(&o.write, "write", "", "configuration file in which to set admission.capacity")
 	f.IntVar(&o.clients, "clients", 32, "concurrent clients; enough to overload the database")
@@ -73,80 +71,12 @@ func newCalibrateCommand() *cobra.Command {
 	return cmd
 }
 
-// readWorkload reads statements separated by ; at line ends.
-func readWorkload(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--workload: %w", err)
-	}
-	var out []string
-	var cur strings.Builder
-	for line := range strings.SplitSeq(string(data), "\n") {
-		t := strings.TrimSpace(line)
-		if t == "" || strings.HasPrefix(t, "--") {
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteByte('\n')
-		if strings.HasSuffix(t, ";") {
-			if s := strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"); s != "" {
-				out = append(out, s)
-			}
-			cur.Reset()
-		}
-	}
-	if s := strings.TrimSpace(cur.String()); s != "" {
-		out = append(out, s)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--workload: no statements found in %s; put one SQL statement per line, ending with ;", path)
-	}
-	return out, nil
-}
-
-// recorder collects the latencies of one step.
-type recorder struct {
-	mu     sync.Mutex
-	lat    []time.Duration
-	errs   int
-	lastEr error
-}
-
-func (r *recorder) add(d time.Duration, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err != nil {
-		r.errs++
-		r.lastEr = err
-		return
-	}
-	r.lat = append(r.lat, d)
-}
-
-// take returns the step measured since the last take, over elapsed.
-func (r *recorder) take(c time.Duration, elapsed time.Duration) (capacity.Step, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := capacity.Step{Capacity: c, Throughput: float64(len(r.lat)) / elapsed.Seconds(), Errors: r.errs}
-	if n := len(r.lat); n > 0 {
-		slices.Sort(r.lat)
-		var sum time.Duration
-		for _, d := range r.lat {
-			sum += d
-		}
-		s.Mean, s.P95 = sum/time.Duration(n), r.lat[(n*95-1)/100]
-	}
-	err := r.lastEr
-	r.lat, r.errs, r.lastEr = r.lat[:0], 0, nil
-	return s, err
-}
-
 func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 	if o.dsn == "" {
 		return errors.New("--dsn is required: the database to calibrate, such as 'app:secret@tcp(db1:3306)/shop'")
 	}
 	if o.workload == "" {
-		return errors.New("--workload is required: a file of the statements your application runs")
+		return errors.New("--workload is required: a file of the statements your application runs, or bookstore")
 	}
 	if o.clients < 1 || o.maxFactor < 1 || o.threshold <= 0 || o.threshold > 1 || o.step <= 0 {
 		return errors.New("--clients and --max-factor must be at least 1, --threshold in (0, 1], --step-duration positive")
@@ -155,7 +85,7 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--dsn: %w", err)
 	}
-	stmts, err := readWorkload(o.workload)
+	load, err := newCalibrationLoad(o)
 	if err != nil {
 		return err
 	}
@@ -188,61 +118,26 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 	}()
 
 	dsn.Addr = ln.Addr().String()
-	db, err := sql.Open("mysql", dsn.FormatDSN())
-	if err != nil {
-		return err
+	if err := load.start(ctx, dsn.FormatDSN(), o.clients); err != nil {
+		return fmt.Errorf("cannot run the workload through the proxy to %s: %w", cfg.Backends.Primary, err)
 	}
-	defer db.Close()
-	db.SetMaxOpenConns(o.clients)
-	db.SetMaxIdleConns(o.clients)
-	if err := db.PingContext(ctx); err != nil {
-		return fmt.Errorf("cannot connect to %s through the proxy: %w", cfg.Backends.Primary, err)
+	defer load.stop()
+	unit := load.unit()
+	fmt.Fprintf(out, "calibrate: %s, %d clients, against %s\n", load, o.clients, cfg.Backends.Primary)
+	base, err := load.measure(ctx, 0, o.warmup)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-
-	rec := &recorder{}
-	runCtx, stopClients := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for range o.clients {
-		wg.Add(1)
-		go func() { // ends when stopClients is called
-			defer wg.Done()
-			i := rand.IntN(len(stmts))
-			for runCtx.Err() == nil {
-				start := time.Now()
-				_, err := db.ExecContext(runCtx, stmts[i])
-				if runCtx.Err() != nil {
-					return
-				}
-				rec.add(time.Since(start), err)
-				i = (i + 1) % len(stmts)
-			}
-		}()
-	}
-	defer func() { stopClients(); wg.Wait() }()
-
-	wait := func(d time.Duration) error {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-			return nil
-		}
-	}
-	fmt.Fprintf(out, "calibrate: %d statements, %d clients, against %s\n", len(stmts), o.clients, cfg.Backends.Primary)
-	if err := wait(o.warmup); err != nil {
-		return err
-	}
-	base, err := rec.take(0, o.warmup)
 	if err != nil && base.Errors*100 > int(base.Throughput*o.warmup.Seconds())+base.Errors {
-		return fmt.Errorf("more than 1%% of the statements failed while learning their costs (%d); last error: %w", base.Errors, err)
+		return fmt.Errorf("more than 1%% of the %s failed while learning their costs (%d); last error: %w", unit, base.Errors, err)
 	}
 	mean := meanCost(costs)
 	if mean == 0 {
-		return errors.New("no statement completed while learning costs; check the workload and the database")
+		return fmt.Errorf("no %s completed while learning costs; check the workload and the database", unit)
 	}
 	mean = max(mean, time.Millisecond)
-	fmt.Fprintf(out, "without admission: %.1f statements/s, mean %.2f ms; mean learned cost %.2f ms\n",
-		base.Throughput, float64(base.Mean)/1e6, float64(mean)/1e6)
+	fmt.Fprintf(out, "without admission: %.1f %s/s, mean %.2f ms; mean learned cost %.2f ms\n",
+		base.Throughput, unit, float64(base.Mean)/1e6, float64(mean)/1e6)
 
 	var steps []capacity.Step
 	measure := func(c time.Duration) error {
@@ -252,17 +147,14 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 		if err := srv.ReloadAdmission(a); err != nil {
 			return err
 		}
-		if err := wait(time.Second); err != nil { // settle
-			return err
+		s, serr := load.measure(ctx, time.Second, o.step)
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		_, _ = rec.take(c, time.Second)
-		if err := wait(o.step); err != nil {
-			return err
-		}
-		s, serr := rec.take(c, o.step)
+		s.Capacity = c
 		steps = append(steps, s)
-		fmt.Fprintf(out, "  capacity %-10s %10.1f statements/s  mean %7.2f ms  p95 %7.2f ms  errors %d\n",
-			c.Round(time.Millisecond), s.Throughput, float64(s.Mean)/1e6, float64(s.P95)/1e6, s.Errors)
+		fmt.Fprintf(out, "  capacity %-10s %10.1f %s/s  mean %7.2f ms  p95 %7.2f ms  errors %d\n",
+			c.Round(time.Millisecond), s.Throughput, unit, float64(s.Mean)/1e6, float64(s.P95)/1e6, s.Errors)
 		if serr != nil && s.Errors > 0 {
 			fmt.Fprintf(out, "    last error: %v\n", serr)
 		}
@@ -295,7 +187,7 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 	}
 	chosen := capacity.Choose(steps, o.threshold)
 	fmt.Fprintf(out, "mean learned cost at the end: %.2f ms (capacity counts in these costs)\n\n", float64(meanCost(costs))/1e6)
-	capacity.Print(out, steps, chosen)
+	capacity.Print(out, steps, chosen, unit)
 	c := steps[chosen].Capacity.Round(time.Millisecond)
 	if slices.IndexFunc(steps, func(s capacity.Step) bool { return s.Capacity > steps[chosen].Capacity }) < 0 {
 		fmt.Fprintf(out, "\nwarning: the largest capacity tried was chosen, so the peak may lie beyond it;"+

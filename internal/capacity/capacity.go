@@ -72,8 +72,8 @@ func Refine(steps []Step, chosen int, minGap time.Duration) []time.Duration {
 }
 
 // Print writes the throughput curve as a table, marking the chosen step, in order of
-// capacity.
-func Print(w io.Writer, steps []Step, chosen int) {
+// capacity; unit names what the throughput counts.
+func Print(w io.Writer, steps []Step, chosen int, unit string) {
 	order := make([]int, len(steps))
 	for i := range order {
 		order[i] = i
@@ -83,7 +83,7 @@ func Print(w io.Writer, steps []Step, chosen int) {
 	for _, s := range steps {
 		peak = max(peak, s.Throughput)
 	}
-	fmt.Fprintf(w, "%12s %12s %10s %10s %8s  %s\n", "CAPACITY", "STATEMENTS/s", "MEAN ms", "P95 ms", "ERRORS", "")
+	fmt.Fprintf(w, "%12s %14s %10s %10s %8s  %s\n", "CAPACITY", strings.ToUpper(unit)+"/s", "MEAN ms", "P95 ms", "ERRORS", "")
 	for _, i := range order {
 		s := steps[i]
 		bar := strings.Repeat("#", int(40*s.Throughput/max(peak, 1e-9)))
@@ -91,7 +91,7 @@ func Print(w io.Writer, steps []Step, chosen int) {
 		if i == chosen {
 			mark = "  <- chosen"
 		}
-		fmt.Fprintf(w, "%12s %12.1f %10.2f %10.2f %8d  %-40s%s\n", s.Capacity.Round(time.Millisecond),
+		fmt.Fprintf(w, "%12s %14.1f %10.2f %10.2f %8d  %-40s%s\n", s.Capacity.Round(time.Millisecond),
 			s.Throughput, ms(s.Mean), ms(s.P95), s.Errors, bar, mark)
 	}
 }

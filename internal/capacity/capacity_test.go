@@ -49,7 +49,7 @@ func TestCandidatesAndRefine(t *testing.T) {
 func TestPrintMarksTheChoice(t *testing.T) {
 	var b bytes.Buffer
 	s := steps(40, 250, 10, 100, 20, 180)
-	Print(&b, s, 0)
+	Print(&b, s, 0, "statements")
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 4)
 	assert.Contains(t, lines[1], "10ms")
