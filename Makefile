@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 # Where make run keeps its MariaDB servers between runs.
 RUN_BACKENDS_DIR ?= $(or $(TMPDIR),/tmp)/gatekeeper-backends
 
-.PHONY: help build test run bench-quick bench sim lint clean
+.PHONY: help build test run bench-micro bench-quick bench sim lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -28,14 +28,18 @@ run: build ## Run the proxy on 127.0.0.1:6033 in front of local MariaDB servers 
 	echo "gatekeeper: the MariaDB servers stay up: GK_BACKENDS_DIR=$(RUN_BACKENDS_DIR) scripts/test-backends.sh down"; \
 	exec ./$(BIN) serve --primary "$$GK_PRIMARY" --replica "$$GK_REPLICA1" --replica "$$GK_REPLICA2"
 
-bench-quick: ## Go micro-benchmarks of the hot paths (relay, classifier, estimator)
+bench-micro: ## Go micro-benchmarks of the hot paths (relay, classifier, estimator, admission)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/...
 
-bench: build ## sysbench through the proxy against the database directly; writes bench/results/
+bench-quick: build ## The bookstore scenario, short sweep (under 5 minutes); writes bench/results/bookstore-quick/
+	bench/bookstore.sh --quick
+
+bench: build ## The bookstore scenario, full sweep, and sysbench through the proxy against the database directly; writes bench/results/
+	bench/bookstore.sh
 	bench/sysbench-overhead.sh
 
-sim: ## The admission simulator (arrives with admission control)
-	@echo "make sim: the simulator drives internal/admission, which is not built yet" >&2; exit 1
+sim: ## The admission simulator: the real controller in front of a model database; writes bench/results/sim/
+	$(GO) run ./bench/cmd/sim -out bench/results/sim
 
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

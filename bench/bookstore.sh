@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The bookstore scenario: the TPC-W-like workload against MariaDB directly and through
+# gatekeeper in passthrough and in each admission mode, closed loop over a sweep of client
+# counts and open loop at 0.9 of the peak; writes CSV, a markdown report and PNG plots.
+#
+#   bench/bookstore.sh [--quick] [--capacity D] [any flag of bench/cmd/scenario]
+#
+# Without --capacity, gatekeeper calibrate finds it first with the same workload, under fifo. --quick is
+# the short sweep of make bench-quick (under 5 minutes), written to
+# bench/results/bookstore-quick. Uses the backends of GK_PRIMARY when set, else starts its
+# own (replication stopped, so that the replicas do not replay the writes on the same
+# cores) and stops them at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUICK=no CAPACITY= OUT=
+ARGS=()
+ALL="$*"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) QUICK=yes; shift ;;
+	--capacity) CAPACITY=$2; shift 2 ;;
+	--capacity=*) CAPACITY=${1#*=}; shift ;;
+	--out) OUT=$2; ARGS+=("$1" "$2"); shift 2 ;;
+	*) ARGS+=("$1"); shift ;;
+	esac
+done
+
+. bench/lib.sh
+bench_setup 43306
+if [ -n "${OWN_BACKENDS:-}" ]; then
+	for r in "$GK_REPLICA1" "$GK_REPLICA2"; do
+		mariadb --no-defaults -h"${r%:*}" -P"${r##*:}" -u"$GK_USER" -p"$GK_PASSWORD" -e 'STOP ALL SLAVES'
+	done
+fi
+
+make -s build
+go build -o "$WORK/scenario" ./bench/cmd/scenario
+go build -o "$WORK/bookstore" ./bench/cmd/bookstore
+
+QUICK_ARGS=()
+if [ "$QUICK" = yes ]; then
+	QUICK_ARGS=(--modes direct,fifo,sjf --clients 50,200 --warmup 5s --duration 15s)
+	[ -z "$OUT" ] && QUICK_ARGS+=(--out bench/results/bookstore-quick)
+	OUT=${OUT:-bench/results/bookstore-quick}
+fi
+OUT=${OUT:-bench/results/bookstore}
+mkdir -p "$OUT"
+DB=bookstore
+"$WORK/bookstore" load --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/" --database "$DB" >&2
+if [ -z "$CAPACITY" ]; then
+	steps=10s factor=16
+	[ "$QUICK" = yes ] && steps=3s factor=8
+	# Calibrated under fifo, the discipline that needs the most room (a heavy unit at the
+	# head holds back the queue until it fits), with the types the scenario's proxies use;
+	# every admission mode then runs with that capacity.
+	printf 'classify:\n  type_key: tag\nadmission:\n  discipline: fifo\n' > "$WORK/calibrate.yaml"
+	bin/gatekeeper calibrate --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/$DB" --workload bookstore \
+		--config "$WORK/calibrate.yaml" --step-duration $steps --warmup 10s --max-factor $factor |
+		tee "$OUT/calibrate.txt" >&2
+	CAPACITY=$(awk '/^  capacity: /{print $2}' "$OUT/calibrate.txt" | tail -1)
+else
+	rm -f "$OUT/calibrate.txt"
+fi
+"$WORK/scenario" --gatekeeper bin/gatekeeper --database "$DB" --load=false --capacity "$CAPACITY" \
+	--command "bench/bookstore.sh $ALL" "${QUICK_ARGS[@]}" "${ARGS[@]}"

@@ -1,0 +1,285 @@
+// Command scenario runs the bookstore workload against MariaDB directly and through
+// gatekeeper in each mode (passthrough, fifo, sjf, sjf with aging), sweeping closed-loop
+// client counts and then an open loop at a share of the peak throughput, and writes CSV, a
+// markdown report and PNG plots.
+//
+//	go run ./bench/cmd/scenario --primary 127.0.0.1:13306 --gatekeeper bin/gatekeeper --capacity 40ms
+//
+// bench/bookstore.sh starts the backends and builds the binaries first.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+)
+
+type options struct {
+	primary, user, password, database string
+	gatekeeper                        string
+	modes                             []mode
+	clients                           []int
+	think, duration, warmup, timeout  time.Duration
+	capacity, queueTimeout            time.Duration
+	weight                            float64
+	openFactor                        float64
+	openMax                           int
+	mix                               string
+	out                               string
+	load                              bool
+	scale                             bookstore.Scale
+	seed                              int64
+	command                           string
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scenario:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "scenario:", err)
+		os.Exit(1)
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--clients: %q is not a positive whole number; give a list such as 10,20,40", f)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("scenario", flag.ContinueOnError)
+	var modes, clients string
+	fs.StringVar(&o.primary, "primary", os.Getenv("GK_PRIMARY"), "the MariaDB primary, host:port (default $GK_PRIMARY)")
+	fs.StringVar(&o.user, "user", envOr("GK_USER", "gk"), "database user (default $GK_USER)")
+	fs.StringVar(&o.password, "password", envOr("GK_PASSWORD", "gk"), "its password (default $GK_PASSWORD)")
+	fs.StringVar(&o.database, "database", "bookstore", "database to load the bookstore into")
+	fs.StringVar(&o.gatekeeper, "gatekeeper", "bin/gatekeeper", "the gatekeeper binary (make build)")
+	fs.StringVar(&modes, "modes", "direct,passthrough,fifo,sjf,sjf-aging-5,sjf-aging-1", "modes to compare")
+	fs.StringVar(&clients, "clients", "10,20,40,80", "closed-loop client counts")
+	fs.DurationVar(&o.think, "think", 100*time.Millisecond, "mean think time of a closed-loop client")
+	fs.DurationVar(&o.duration, "duration", 45*time.Second, "measured period of a run")
+	fs.DurationVar(&o.warmup, "warmup", 15*time.Second, "run before each measurement, not counted (the proxy learns costs)")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "client-side timeout of an interaction")
+	fs.DurationVar(&o.capacity, "capacity", 0, "admission.capacity of the admission modes (gatekeeper calibrate finds it)")
+	fs.DurationVar(&o.queueTimeout, "queue-timeout", 30*time.Second, "admission.queue_timeout")
+	fs.Float64Var(&o.weight, "estimator-weight", 0.1, "estimator.weight of the proxy")
+	fs.Float64Var(&o.openFactor, "open", 0.9, "open loop: Poisson arrivals at this share of the highest closed-loop throughput; 0 skips it")
+	fs.IntVar(&o.openMax, "open-max", 1000, "open loop: most interactions outstanding at once")
+	fs.StringVar(&o.mix, "mix", "shopping", "browsing, shopping or ordering")
+	fs.StringVar(&o.out, "out", "bench/results/bookstore", "directory for the CSV, the report and the plots")
+	fs.BoolVar(&o.load, "load", true, "load the bookstore first (false: it is loaded already)")
+	fs.IntVar(&o.scale.Items, "items", 0, "items to load (0: the default scale)")
+	fs.IntVar(&o.scale.Customers, "customers", 0, "customers to load (0: the default scale)")
+	fs.Int64Var(&o.seed, "seed", 1, "random seed of the data and of the clients")
+	fs.StringVar(&o.command, "command", "", "the command to name in the report (default: this one)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.modes, err = parseModes(modes); err != nil {
+		return o, err
+	}
+	if o.clients, err = parseInts(clients); err != nil {
+		return o, err
+	}
+	if o.primary == "" {
+		return o, errors.New("--primary is required (or GK_PRIMARY): the MariaDB primary as host:port")
+	}
+	if slices.ContainsFunc(o.modes, func(m mode) bool { return m.Admission }) && o.capacity <= 0 {
+		return o, errors.New("--capacity is required for the admission modes: run gatekeeper calibrate, or give a value such as 40ms")
+	}
+	if o.duration <= 0 || o.warmup < 0 || o.timeout <= 0 {
+		return o, errors.New("--duration and --timeout must be positive, --warmup not negative")
+	}
+	def := bookstore.DefaultScale()
+	if o.scale.Items == 0 {
+		o.scale.Items = def.Items
+	}
+	if o.scale.Customers == 0 {
+		o.scale.Customers = def.Customers
+	}
+	o.scale.Seed = o.seed
+	if o.command == "" {
+		o.command = "go run ./bench/cmd/scenario " + strings.Join(args, " ")
+	}
+	return o, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// dsn is the DSN of the bookstore at addr.
+func (o options) dsn(addr string) string {
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr, c.DBName = o.user, o.password, "tcp", addr, o.database
+	c.InterpolateParams = true
+	return c.FormatDSN()
+}
+
+func run(ctx context.Context, o options) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "scenario-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	started := time.Now()
+
+	if o.load {
+		c := mysql.NewConfig()
+		c.User, c.Passwd, c.Net, c.Addr = o.user, o.password, "tcp", o.primary
+		root, err := sql.Open("mysql", c.FormatDSN())
+		if err != nil {
+			return err
+		}
+		_, err = root.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+o.database)
+		root.Close()
+		if err != nil {
+			return err
+		}
+		db, err := sql.Open("mysql", o.dsn(o.primary))
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		err = bookstore.Load(ctx, db, o.scale, os.Stderr)
+		db.Close()
+		if err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "loaded %d items, %d customers in %s\n", o.scale.Items, o.scale.Customers, time.Since(t0).Round(time.Second))
+	}
+	env, err := machine(ctx, o)
+	if err != nil {
+		return err
+	}
+	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Capacity: o.capacity,
+		QueueTimeout: o.queueTimeout, Weight: o.weight, Dir: dir}
+
+	var runs []runResult
+	// Client counts outer, modes inner, in reverse order every other count, so that drift
+	// in the database (its tables grow with the orders) falls on every mode alike.
+	for i, n := range o.clients {
+		order := slices.Clone(o.modes)
+		if i%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, m := range order {
+			cfg := o.workload()
+			cfg.Clients = n
+			r, err := measure(ctx, o, settings, m, cfg)
+			if err != nil {
+				return err
+			}
+			r.Loop = "closed"
+			runs = append(runs, r)
+			fmt.Fprintf(os.Stderr, "%-14s closed %4d clients: %s\n", m.Name, n, r.summary())
+		}
+	}
+	if o.openFactor > 0 {
+		// The capacity of the system is the highest throughput any mode reached.
+		var most float64
+		for _, r := range runs {
+			most = max(most, r.Result.Total.Throughput)
+		}
+		rate := o.openFactor * most
+		for _, m := range o.modes {
+			if m.Name == "passthrough" {
+				continue
+			}
+			cfg := o.workload()
+			cfg.Rate, cfg.Clients = rate, o.openMax
+			r, err := measure(ctx, o, settings, m, cfg)
+			if err != nil {
+				return err
+			}
+			r.Loop = "open"
+			runs = append(runs, r)
+			fmt.Fprintf(os.Stderr, "%-14s open %6.1f/s: %s\n", m.Name, rate, r.summary())
+		}
+	}
+	env.Elapsed = time.Since(started).Round(time.Second)
+	return writeResults(o, env, runs)
+}
+
+// workload is the bookstore configuration common to every run.
+func (o options) workload() bookstore.Config {
+	return bookstore.Config{Mix: o.mix, Think: o.think, Duration: o.duration, Timeout: o.timeout, Seed: o.seed}
+}
+
+// measure runs one mode: the proxy (if any) is started fresh, warmed up, and measured.
+func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookstore.Config) (runResult, error) {
+	r := runResult{Mode: m.Name, Clients: cfg.Clients, Rate: cfg.Rate}
+	addr := o.primary
+	var p *proxyProcess
+	if m.Proxy {
+		var err error
+		if p, err = startProxy(ctx, m, s); err != nil {
+			return r, err
+		}
+		defer p.stop()
+		addr = p.Listen
+	}
+	cfg.DSN = o.dsn(addr)
+	if o.warmup > 0 {
+		w := cfg
+		w.Duration, w.Warmup = o.warmup, 0
+		if _, err := bookstore.Run(ctx, w); err != nil {
+			return r, fmt.Errorf("%s warm-up: %w", m.Name, err)
+		}
+	}
+	var before, after busy
+	var err error
+	if p != nil {
+		if before, err = p.types(); err != nil {
+			return r, err
+		}
+	}
+	cfg.Warmup = 0
+	if r.Result, err = bookstore.Run(ctx, cfg); err != nil {
+		return r, fmt.Errorf("%s: %w", m.Name, err)
+	}
+	if p != nil {
+		if after, err = p.types(); err != nil {
+			return r, err
+		}
+	}
+	r.ExecMS = map[string]float64{}
+	for _, c := range r.Result.Classes {
+		r.ExecMS[c.Name] = execMS(before, after, c.Name, c.Completed+c.Failed+c.TimedOut)
+	}
+	return r, ctx.Err()
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+)
+
+// mode is one way of reaching the database.
+type mode struct {
+	Name string
+	// Proxy: through gatekeeper; else straight to the primary.
+	Proxy bool
+	// Admission on, with Discipline and Aging (0: off).
+	Admission  bool
+	Discipline string
+	Aging      float64
+}
+
+// parseModes reads a comma-separated list: direct, passthrough, fifo, sjf, sjf-aging-X.
+func parseModes(s string) ([]mode, error) {
+	var out []mode
+	seen := map[string]bool{}
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("--modes: %s is listed twice", name)
+		}
+		seen[name] = true
+		m := mode{Name: name}
+		switch {
+		case name == "direct":
+		case name == "passthrough":
+			m.Proxy = true
+		case name == "fifo" || name == "sjf":
+			m.Proxy, m.Admission, m.Discipline = true, true, name
+		case strings.HasPrefix(name, "sjf-aging-"):
+			x, err := strconv.ParseFloat(strings.TrimPrefix(name, "sjf-aging-"), 64)
+			if err != nil || x <= 0 {
+				return nil, fmt.Errorf("--modes: %s: the aging factor after sjf-aging- must be a positive number, as in sjf-aging-5", name)
+			}
+			m.Proxy, m.Admission, m.Discipline, m.Aging = true, true, "sjf", x
+		default:
+			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, fifo, sjf or sjf-aging-X", name)
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--modes: no mode given")
+	}
+	return out, nil
+}
+
+// proxySettings are the proxy's settings common to every mode.
+type proxySettings struct {
+	Binary, Primary string
+	Capacity        time.Duration
+	QueueTimeout    time.Duration
+	Weight          float64
+	Dir             string
+}
+
+// proxyProcess is a running gatekeeper.
+type proxyProcess struct {
+	cmd           *exec.Cmd
+	Listen, Admin string
+	logPath       string
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// configYAML is the configuration of m.
+func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: %s\nadmin:\n  listen: %s\nbackends:\n  primary: %s\n", listen, adminAddr, s.Primary)
+	fmt.Fprintf(&b, "classify:\n  type_key: tag\nestimator:\n  weight: %g\nlog:\n  level: warn\n", s.Weight)
+	fmt.Fprintf(&b, "admission:\n  enabled: %t\n", m.Admission)
+	if m.Admission {
+		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  queue_timeout: %s\n  max_queue: 100000\n",
+			s.Capacity, m.Discipline, m.Aging, s.QueueTimeout)
+	}
+	return b.String()
+}
+
+// startProxy starts gatekeeper for m and waits until it is ready.
+func startProxy(ctx context.Context, m mode, s proxySettings) (*proxyProcess, error) {
+	listen, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	adminAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(s.Dir, m.Name+".yaml")
+	if err := os.WriteFile(cfgPath, []byte(configYAML(m, s, listen, adminAddr)), 0o644); err != nil {
+		return nil, err
+	}
+	p := &proxyProcess{Listen: listen, Admin: adminAddr, logPath: filepath.Join(s.Dir, m.Name+".log")}
+	logFile, err := os.Create(p.logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	p.cmd = exec.Command(s.Binary, "serve", "--config", cfgPath)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Binary, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + adminAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			p.stop()
+			log, _ := os.ReadFile(p.logPath)
+			return nil, fmt.Errorf("gatekeeper for %s not ready within 30s; its log:\n%s", m.Name, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop ends the proxy: SIGTERM, then a kill after 20 s.
+func (p *proxyProcess) stop() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }() // ends when the process does
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// busy is the backend busy time and unit count of each tagged type.
+type busy map[string]struct {
+	Count   uint64
+	TotalMS float64
+}
+
+// types reads the proxy's per-type totals, by tag.
+func (p *proxyProcess) types() (busy, error) {
+	resp, err := http.Get("http://" + p.Admin + "/api/v1/types")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var tr admin.TypesResponse
+	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
+		return nil, err
+	}
+	out := busy{}
+	for _, t := range tr.Types {
+		out[t.Sample] = struct {
+			Count   uint64
+			TotalMS float64
+		}{t.Count, t.TotalMS}
+	}
+	return out, nil
+}
+
+// execMS returns the backend busy time per interaction of tag between two readings, for n
+// interactions that ran; -1 when unknown.
+func execMS(before, after busy, tag string, n int) float64 {
+	if before == nil || after == nil || n == 0 {
+		return -1
+	}
+	return (after[tag].TotalMS - before[tag].TotalMS) / float64(n)
+}

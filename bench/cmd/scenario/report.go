@@ -1,0 +1,396 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+	"github.com/gatekeeperdb/gatekeeper/bench/plot"
+)
+
+// runResult is one measured run.
+type runResult struct {
+	Mode    string
+	Loop    string // closed or open
+	Clients int
+	Rate    float64
+	Result  *bookstore.Result
+	// ExecMS is the backend busy time per interaction of each class, as the proxy measured
+	// it; -1 when unknown (direct).
+	ExecMS map[string]float64
+}
+
+// heavy reports whether the class is one of the heavy interactions.
+func heavy(name string) bool {
+	for _, i := range bookstore.Interactions() {
+		if i.String() == name {
+			return i.Heavy()
+		}
+	}
+	return false
+}
+
+// meanOf is the mean response time of the completed interactions of the classes keep
+// selects, weighted by their counts, in milliseconds; -1 without any.
+func meanOf(r *bookstore.Result, keep func(name string) bool) float64 {
+	var sum float64
+	var n int
+	for _, c := range r.Classes {
+		if keep(c.Name) && c.Completed > 0 {
+			sum += ms(c.Mean) * float64(c.Completed)
+			n += c.Completed
+		}
+	}
+	if n == 0 {
+		return -1
+	}
+	return sum / float64(n)
+}
+
+func shortMean(r *bookstore.Result) float64 {
+	return meanOf(r, func(n string) bool { return !heavy(n) })
+}
+
+func heavyMean(r *bookstore.Result) float64 { return meanOf(r, heavy) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// lost counts the interactions that did not complete.
+func lost(c bookstore.ClassResult) int { return c.Failed + c.Refused + c.TimedOut }
+
+func (r runResult) summary() string {
+	t := r.Result.Total
+	return fmt.Sprintf("%7.1f/s  mean %8.1f ms  p95 %8.1f ms  short %8.1f ms  heavy %8.1f ms  failed %d refused %d timed out %d",
+		t.Throughput, ms(t.Mean), ms(t.P95), shortMean(r.Result), heavyMean(r.Result), t.Failed, t.Refused, t.TimedOut)
+}
+
+// peakOf is the closed-loop run of mode with the highest throughput.
+func peakOf(runs []runResult, mode string) runResult {
+	var best runResult
+	for _, r := range runs {
+		if r.Mode == mode && r.Loop == "closed" && (best.Result == nil || r.Result.Total.Throughput > best.Result.Total.Throughput) {
+			best = r
+		}
+	}
+	return best
+}
+
+func find(runs []runResult, mode, loop string, clients int) *runResult {
+	for i, r := range runs {
+		if r.Mode == mode && r.Loop == loop && (loop == "open" || r.Clients == clients) {
+			return &runs[i]
+		}
+	}
+	return nil
+}
+
+// environment describes where and how the results were made.
+type environment struct {
+	Date, Commit, CPU, DB, Go, Kernel string
+	CPUs                              int
+	Elapsed                           time.Duration
+}
+
+func machine(ctx context.Context, o options) (environment, error) {
+	e := environment{Date: time.Now().UTC().Format("2006-01-02"), CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		e.Commit = strings.TrimSpace(string(out))
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				e.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("uname", "-r").Output(); err == nil {
+		e.Kernel = strings.TrimSpace(string(out))
+	}
+	db, err := sql.Open("mysql", o.dsn(o.primary))
+	if err != nil {
+		return e, err
+	}
+	defer db.Close()
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&e.DB); err != nil {
+		return e, fmt.Errorf("cannot reach the bookstore database at %s: %w", o.primary, err)
+	}
+	return e, nil
+}
+
+func writeResults(o options, env environment, runs []runResult) error {
+	if err := writeCSV(filepath.Join(o.out, "results.csv"), runs); err != nil {
+		return err
+	}
+	if err := writePlots(o, runs); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(o.out, "README.md"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	writeReport(f, o, env, runs)
+	return f.Close()
+}
+
+func writeCSV(path string, runs []runResult) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"mode", "loop", "clients", "rate", "class", "completed", "failed", "refused", "timed_out", "good",
+		"throughput", "goodput", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "exec_ms"})
+	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	for _, r := range runs {
+		rows := append(slices.Clone(r.Result.Classes), r.Result.Total)
+		for _, c := range rows {
+			exec, ok := r.ExecMS[c.Name]
+			if !ok {
+				exec = -1
+			}
+			_ = w.Write([]string{r.Mode, r.Loop, strconv.Itoa(r.Clients), f2(r.Rate), c.Name,
+				strconv.Itoa(c.Completed), strconv.Itoa(c.Failed), strconv.Itoa(c.Refused), strconv.Itoa(c.TimedOut), strconv.Itoa(c.Good),
+				f2(c.Throughput), f2(c.Goodput), f2(ms(c.Mean)), f2(ms(c.P50)), f2(ms(c.P95)), f2(ms(c.P99)), f2(ms(c.Max)), f2(exec)})
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// Interactions drawn in the per-class charts: a short one and a heavy one.
+const (
+	shortClass = "home"
+	heavyClass = "best_sellers"
+)
+
+func classOf(r *bookstore.Result, name string) (bookstore.ClassResult, bool) {
+	for _, c := range r.Classes {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return bookstore.ClassResult{}, false
+}
+
+func writePlots(o options, runs []runResult) error {
+	type metric struct {
+		file, title, y string
+		log            bool
+		value          func(r runResult) float64
+	}
+	metrics := []metric{
+		{"throughput.png", "Throughput of completed interactions", "interactions/s", false, func(r runResult) float64 { return r.Result.Total.Throughput }},
+		{"mean.png", "Mean response time, all interactions", "ms", true, func(r runResult) float64 { return ms(r.Result.Total.Mean) }},
+		{"p95.png", "95th percentile response time, all interactions", "ms", true, func(r runResult) float64 { return ms(r.Result.Total.P95) }},
+		{"short.png", "Mean response time, all but Best Sellers and Admin Confirm", "ms", true, func(r runResult) float64 { return shortMean(r.Result) }},
+		{"class-" + shortClass + ".png", "Mean response time of " + shortClass, "ms", true, func(r runResult) float64 {
+			c, _ := classOf(r.Result, shortClass)
+			return ms(c.Mean)
+		}},
+		{"class-" + heavyClass + ".png", "Mean response time of " + heavyClass, "ms", true, func(r runResult) float64 {
+			c, _ := classOf(r.Result, heavyClass)
+			return ms(c.Mean)
+		}},
+	}
+	for _, m := range metrics {
+		chart := plot.Chart{Title: m.title, X: "closed-loop clients", Y: m.y, LogY: m.log}
+		for _, mode := range o.modes {
+			s := plot.Series{Name: mode.Name}
+			for _, r := range runs {
+				if r.Mode == mode.Name && r.Loop == "closed" {
+					if v := m.value(r); v > 0 || !m.log {
+						s.Points = append(s.Points, [2]float64{float64(r.Clients), v})
+					}
+				}
+			}
+			chart.Series = append(chart.Series, s)
+		}
+		if err := plot.Lines(filepath.Join(o.out, m.file), chart); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeReport(w io.Writer, o options, env environment, runs []runResult) {
+	fmt.Fprintf(w, "# Bookstore: direct, passthrough and admission modes\n\n")
+	fmt.Fprintf(w, "The TPC-W-like bookstore (`bench/bookstore`, %s mix, %d items, %d customers) against MariaDB\n", o.mix, o.scale.Items, o.scale.Customers)
+	fmt.Fprintf(w, "directly and through gatekeeper. Closed loop: each client a session with exponential think time\n")
+	fmt.Fprintf(w, "of mean %s. Open loop: Poisson arrivals at %.2f of the highest closed-loop throughput (any mode), at most %d outstanding.\n", o.think, o.openFactor, o.openMax)
+	fmt.Fprintf(w, "Each run: a fresh proxy, %s of warm-up (not counted; the proxy learns the costs), %s measured.\n", o.warmup, o.duration)
+	fmt.Fprintf(w, "Admission: capacity %s, queue timeout %s, type key `tag` (each interaction's statements carry\n", o.capacity, o.queueTimeout)
+	fmt.Fprintf(w, "`/* gk:type=NAME */`), estimator weight %g. Client timeout %s. Every interaction that failed,\n", o.weight, o.timeout)
+	fmt.Fprintf(w, "was refused or timed out is counted in its class (CSV: `results.csv`); response times are of the\n")
+	fmt.Fprintf(w, "completed ones.\n\n")
+	fmt.Fprintf(w, "Command: `%s` (%s, gatekeeper %s), %s in all.\n\n", o.command, env.Date, env.Commit, env.Elapsed)
+	if _, err := os.Stat(filepath.Join(o.out, "calibrate.txt")); err == nil {
+		fmt.Fprintf(w, "The capacity is what `gatekeeper calibrate --workload bookstore` chose under fifo before the runs ([its curve](calibrate.txt)).\n\n")
+	}
+	fmt.Fprintf(w, "Machine: %d CPUs (%s); Linux %s; %s; %s. Database, clients and proxy share the machine.\n\n", env.CPUs, env.CPU, env.Kernel, env.DB, env.Go)
+
+	writeVerdict(w, o, runs)
+
+	fmt.Fprintf(w, "## Closed loop\n\n![throughput](throughput.png) ![mean](mean.png) ![short](short.png)\n![p95](p95.png) ![%s](class-%s.png) ![%s](class-%s.png)\n\n", shortClass, shortClass, heavyClass, heavyClass)
+	fmt.Fprintf(w, "| mode | clients | interactions/s | goodput/s | mean ms | p95 ms | short mean ms | heavy mean ms | failed | refused | timed out |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, n := range o.clients {
+		for _, m := range o.modes {
+			if r := find(runs, m.Name, "closed", n); r != nil {
+				t := r.Result.Total
+				fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d |\n", m.Name, n, t.Throughput, t.Goodput,
+					ms(t.Mean), ms(t.P95), shortMean(r.Result), heavyMean(r.Result), t.Failed, t.Refused, t.TimedOut)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	for _, cls := range []string{shortClass, heavyClass} {
+		fmt.Fprintf(w, "### %s: response, execution and wait (ms)\n\n", cls)
+		fmt.Fprintf(w, "Execution is the backend busy time per interaction the proxy measured; wait is response minus\nexecution (queueing in the proxy and the hops); direct has no proxy to measure it.\n\n")
+		fmt.Fprintf(w, "| mode | clients | completed | lost | response | execution | wait |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, n := range o.clients {
+			for _, m := range o.modes {
+				r := find(runs, m.Name, "closed", n)
+				if r == nil {
+					continue
+				}
+				c, _ := classOf(r.Result, cls)
+				exec, wait := "-", "-"
+				if e := r.ExecMS[cls]; e >= 0 {
+					exec, wait = fmt.Sprintf("%.1f", e), fmt.Sprintf("%.1f", ms(c.Mean)-e)
+				}
+				fmt.Fprintf(w, "| %s | %d | %d | %d | %.1f | %s | %s |\n", m.Name, n, c.Completed, lost(c), ms(c.Mean), exec, wait)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if slices.ContainsFunc(runs, func(r runResult) bool { return r.Loop == "open" }) {
+		fmt.Fprintf(w, "## Open loop\n\n| mode | arrivals/s | interactions/s | mean ms | p95 ms | short mean ms | heavy mean ms | failed | refused | timed out |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, m := range o.modes {
+			if r := find(runs, m.Name, "open", 0); r != nil {
+				t := r.Result.Total
+				fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d |\n", m.Name, r.Rate, t.Throughput,
+					ms(t.Mean), ms(t.P95), shortMean(r.Result), heavyMean(r.Result), t.Failed, t.Refused, t.TimedOut)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "## Every class\n\nMean response time in ms of the completed interactions, and after it, when any, the count that\ndid not complete (failed + refused + timed out).\n\n")
+	for _, sel := range classTables(o, runs) {
+		fmt.Fprintf(w, "### %s\n\n| class |", sel.title)
+		for _, r := range sel.runs {
+			fmt.Fprintf(w, " %s |", r.Mode)
+		}
+		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", len(sel.runs)))
+		for i, cls := range sel.runs[0].Result.Classes {
+			fmt.Fprintf(w, "| %s |", cls.Name)
+			for _, r := range sel.runs {
+				c := r.Result.Classes[i]
+				if l := lost(c); l > 0 {
+					fmt.Fprintf(w, " %.1f (%d of %d lost) |", ms(c.Mean), l, c.Completed+l)
+				} else {
+					fmt.Fprintf(w, " %.1f |", ms(c.Mean))
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+type classTable struct {
+	title string
+	runs  []runResult
+}
+
+// classTables are the per-class tables: the direct peak and twice it, and the open loop.
+func classTables(o options, runs []runResult) []classTable {
+	var out []classTable
+	peak := peakOf(runs, "direct")
+	if peak.Result == nil {
+		return nil
+	}
+	for _, n := range []int{peak.Clients, 2 * peak.Clients} {
+		t := classTable{title: fmt.Sprintf("Closed loop, %d clients", n)}
+		for _, m := range o.modes {
+			if r := find(runs, m.Name, "closed", n); r != nil {
+				t.runs = append(t.runs, *r)
+			}
+		}
+		if len(t.runs) > 0 {
+			out = append(out, t)
+		}
+	}
+	t := classTable{title: "Open loop"}
+	for _, m := range o.modes {
+		if r := find(runs, m.Name, "open", 0); r != nil {
+			t.runs = append(t.runs, *r)
+		}
+	}
+	if len(t.runs) > 0 {
+		out = append(out, t)
+	}
+	return out
+}
+
+// writeVerdict checks the figures the admission work is judged by.
+func writeVerdict(w io.Writer, o options, runs []runResult) {
+	peak := peakOf(runs, "direct")
+	if peak.Result == nil {
+		return
+	}
+	fmt.Fprintf(w, "## Summary\n\nDirect throughput peaks at %d clients (%.1f interactions/s).\n\n", peak.Clients, peak.Result.Total.Throughput)
+	fmt.Fprintf(w, "| clients | mode | throughput / direct peak | short mean: fifo / mode | short mean: direct / mode | heavy mean: mode / fifo |\n|---:|---|---:|---:|---:|---:|\n")
+	ratio := func(a, b float64) string {
+		if a <= 0 || b <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	for _, n := range []int{peak.Clients, 2 * peak.Clients} {
+		fifo, direct := find(runs, "fifo", "closed", n), find(runs, "direct", "closed", n)
+		for _, m := range o.modes {
+			r := find(runs, m.Name, "closed", n)
+			if r == nil || !m.Admission {
+				continue
+			}
+			var fs, ds, fh float64
+			if fifo != nil {
+				fs, fh = shortMean(fifo.Result), heavyMean(fifo.Result)
+			}
+			if direct != nil {
+				ds = shortMean(direct.Result)
+			}
+			fmt.Fprintf(w, "| %d | %s | %.2f | %s | %s | %s |\n", n, m.Name, r.Result.Total.Throughput/peak.Result.Total.Throughput,
+				ratio(fs, shortMean(r.Result)), ratio(ds, shortMean(r.Result)), ratio(heavyMean(r.Result), fh))
+		}
+	}
+	fmt.Fprintln(w)
+	sjf, fifo, direct := find(runs, "sjf", "open", 0), find(runs, "fifo", "open", 0), find(runs, "direct", "open", 0)
+	if sjf != nil {
+		fmt.Fprintf(w, "Open loop at %.1f arrivals/s: mean response time fifo / sjf = %s, direct / sjf = %s.\n\n", sjf.Rate,
+			ratioOf(fifo, sjf), ratioOf(direct, sjf))
+	}
+}
+
+func ratioOf(a, b *runResult) string {
+	if a == nil || b == nil || b.Result.Total.Mean == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(a.Result.Total.Mean)/float64(b.Result.Total.Mean))
+}

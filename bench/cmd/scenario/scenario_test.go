@@ -1,0 +1,91 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+)
+
+func TestParseModes(t *testing.T) {
+	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5")
+	require.NoError(t, err)
+	require.Equal(t, []mode{
+		{Name: "direct"},
+		{Name: "passthrough", Proxy: true},
+		{Name: "fifo", Proxy: true, Admission: true, Discipline: "fifo"},
+		{Name: "sjf", Proxy: true, Admission: true, Discipline: "sjf"},
+		{Name: "sjf-aging-2.5", Proxy: true, Admission: true, Discipline: "sjf", Aging: 2.5},
+	}, ms)
+
+	for in, msg := range map[string]string{
+		"lifo":        "unknown mode",
+		"sjf-aging-0": "positive number",
+		"sjf-aging-x": "positive number",
+		"fifo,fifo":   "listed twice",
+		" , ":         "no mode",
+	} {
+		_, err := parseModes(in)
+		require.ErrorContains(t, err, msg, in)
+	}
+}
+
+func TestParseFlagsNeedsCapacityForAdmission(t *testing.T) {
+	_, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,sjf"})
+	require.ErrorContains(t, err, "--capacity is required")
+	o, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,passthrough", "--clients", "40,10,10"})
+	require.NoError(t, err)
+	require.Equal(t, []int{10, 40}, o.clients)
+	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct", "--clients", "10,zero"})
+	require.ErrorContains(t, err, "positive whole number")
+}
+
+func TestConfigYAMLIsWhatTheModeSays(t *testing.T) {
+	s := proxySettings{Primary: "127.0.0.1:3306", Capacity: 40 * time.Millisecond, QueueTimeout: 30 * time.Second, Weight: 0.1}
+	var got struct {
+		Listen   string
+		Classify struct {
+			TypeKey string `yaml:"type_key"`
+		}
+		Admission struct {
+			Enabled    bool
+			Capacity   string
+			Discipline string
+			Aging      float64
+		}
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "a", Proxy: true, Admission: true, Discipline: "sjf", Aging: 5}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
+	require.Equal(t, "127.0.0.1:1", got.Listen)
+	require.Equal(t, "tag", got.Classify.TypeKey)
+	require.True(t, got.Admission.Enabled)
+	require.Equal(t, "40ms", got.Admission.Capacity)
+	require.Equal(t, "sjf", got.Admission.Discipline)
+	require.Equal(t, 5.0, got.Admission.Aging)
+
+	got.Admission.Enabled = true
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "p", Proxy: true}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
+	require.False(t, got.Admission.Enabled)
+}
+
+func TestShortAndHeavyMeansWeighByCount(t *testing.T) {
+	r := &bookstore.Result{Classes: []bookstore.ClassResult{
+		{Name: bookstore.Home.String(), Completed: 3, Mean: 2 * time.Millisecond},
+		{Name: bookstore.ProductDetail.String(), Completed: 1, Mean: 6 * time.Millisecond},
+		{Name: bookstore.BestSellers.String(), Completed: 1, Mean: 100 * time.Millisecond},
+		{Name: bookstore.AdminConfirm.String(), Completed: 0, Failed: 4},
+	}}
+	require.InDelta(t, 3.0, shortMean(r), 1e-9)
+	require.InDelta(t, 100.0, heavyMean(r), 1e-9)
+	require.Equal(t, -1.0, meanOf(r, func(string) bool { return false }))
+}
+
+func TestExecPerInteraction(t *testing.T) {
+	before := busy{"home": {Count: 10, TotalMS: 5}}
+	after := busy{"home": {Count: 30, TotalMS: 25}}
+	require.InDelta(t, 2.0, execMS(before, after, "home", 10), 1e-9)
+	require.Equal(t, -1.0, execMS(nil, nil, "home", 10))
+	require.Equal(t, -1.0, execMS(before, after, "home", 0))
+}
