@@ -27,6 +27,23 @@ func bookstoreDSN(addr, database string) string {
 	return fmt.Sprintf("%s:%s@tcp(%s)/%s", env.User, env.Password, addr, database)
 }
 
+// loadBookstore loads the bookstore at scale into a fresh database on the primary, dropped
+// when the test ends, and returns a pool on it.
+func loadBookstore(ctx context.Context, t *testing.T, database string, scale bookstore.Scale) *sql.DB {
+	t.Helper()
+	admin := openDB(t, env.Primary, "")
+	mustExec(t, admin, "DROP DATABASE IF EXISTS "+database)
+	mustExec(t, admin, "CREATE DATABASE "+database)
+	t.Cleanup(func() { mustExec(t, admin, "DROP DATABASE IF EXISTS "+database) })
+	db, err := sql.Open("mysql", bookstoreDSN(env.Primary, database))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	start := time.Now()
+	require.NoError(t, bookstore.Load(ctx, db, scale, testWriter{t}))
+	t.Logf("loaded in %v", time.Since(start))
+	return db
+}
+
 // The bookstore loads into a fresh database and runs its closed loop against MariaDB:
 // every interaction runs without an error, and the heavy ones cost
 // far more than the light ones. Through the proxy, every interaction's tag reaches the
@@ -35,17 +52,7 @@ func TestBookstore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const database = "bookstore_it"
-	admin := openDB(t, env.Primary, "")
-	mustExec(t, admin, "DROP DATABASE IF EXISTS "+database)
-	mustExec(t, admin, "CREATE DATABASE "+database)
-	t.Cleanup(func() { mustExec(t, admin, "DROP DATABASE IF EXISTS "+database) })
-
-	db, err := sql.Open("mysql", bookstoreDSN(env.Primary, database))
-	require.NoError(t, err)
-	defer db.Close()
-	start := time.Now()
-	require.NoError(t, bookstore.Load(ctx, db, bookstore.Scale{Items: 1000, Customers: 2000, Seed: 7}, testWriter{t}))
-	t.Logf("loaded in %v", time.Since(start))
+	db := loadBookstore(ctx, t, database, bookstore.Scale{Items: 1000, Customers: 2000, Seed: 7})
 	var orders, lines int
 	require.NoError(t, db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM orders), (SELECT COUNT(*) FROM order_line)").Scan(&orders, &lines))
 	assert.Equal(t, 1800, orders)

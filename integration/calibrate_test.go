@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,14 +71,7 @@ func TestCalibrateWithTheBookstore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const database = "calibrate_bookstore"
-	admin := openDB(t, env.Primary, "")
-	mustExec(t, admin, "DROP DATABASE IF EXISTS "+database)
-	mustExec(t, admin, "CREATE DATABASE "+database)
-	t.Cleanup(func() { mustExec(t, admin, "DROP DATABASE IF EXISTS "+database) })
-	db, err := sql.Open("mysql", bookstoreDSN(env.Primary, database))
-	require.NoError(t, err)
-	defer db.Close()
-	require.NoError(t, bookstore.Load(ctx, db, bookstore.Scale{Items: 1000, Customers: 2000, Seed: 3}, nil))
+	loadBookstore(ctx, t, database, bookstore.Scale{Items: 1000, Customers: 2000, Seed: 3})
 
 	out, err := exec.CommandContext(ctx, gatekeeperBinary(t), "calibrate",
 		"--dsn", bookstoreDSN(env.Primary, database), "--workload", "bookstore:browsing",
