@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,7 @@ type options struct {
 	scale                             bookstore.Scale
 	seed                              int64
 	command                           string
+	replot                            bool
 }
 
 func main() {
@@ -99,10 +101,14 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.scale.Customers, "customers", 0, "customers to load (0: the default scale)")
 	fs.Int64Var(&o.seed, "seed", 1, "random seed of the data and of the clients")
 	fs.StringVar(&o.command, "command", "", "the command to name in the report (default: this one)")
+	fs.BoolVar(&o.replot, "replot", false, "only draw the plots again from --out's results.csv")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	var err error
+	if o.replot {
+		return o, nil
+	}
 	if o.modes, err = parseModes(modes); err != nil {
 		return o, err
 	}
@@ -148,6 +154,14 @@ func (o options) dsn(addr string) string {
 }
 
 func run(ctx context.Context, o options) error {
+	if o.replot {
+		runs, modes, err := readCSV(filepath.Join(o.out, "results.csv"))
+		if err != nil {
+			return err
+		}
+		o.modes = modes
+		return writePlots(o, runs)
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}

@@ -209,6 +209,30 @@ func writePlots(o options, runs []runResult) error {
 			return ms(c.Mean)
 		}},
 	}
+	for _, cls := range []string{shortClass, heavyClass} {
+		// The paper's Figures 11-13: where the time of an interaction goes, per mode.
+		chart := plot.Chart{Title: cls + ": execution (dashed) and wait (solid), mean per interaction",
+			X: "closed-loop clients", Y: "ms", LogY: true}
+		for i, mode := range o.modes {
+			if !mode.Proxy {
+				continue
+			}
+			wait, exec := plot.Series{Name: mode.Name + " wait", Style: i + 1}, plot.Series{Name: mode.Name + " execution", Style: i + 1, Dashed: true}
+			for _, r := range runs {
+				e, ok := r.ExecMS[cls]
+				c, found := classOf(r.Result, cls)
+				if r.Mode != mode.Name || r.Loop != "closed" || !ok || e < 0 || !found {
+					continue
+				}
+				exec.Points = append(exec.Points, [2]float64{float64(r.Clients), e})
+				wait.Points = append(wait.Points, [2]float64{float64(r.Clients), ms(c.Mean) - e})
+			}
+			chart.Series = append(chart.Series, wait, exec)
+		}
+		if err := plot.Lines(filepath.Join(o.out, "split-"+cls+".png"), chart); err != nil {
+			return err
+		}
+	}
 	for _, m := range metrics {
 		chart := plot.Chart{Title: m.title, X: "closed-loop clients", Y: m.y, LogY: m.log}
 		for _, mode := range o.modes {
@@ -247,7 +271,8 @@ func writeReport(w io.Writer, o options, env environment, runs []runResult) {
 
 	writeVerdict(w, o, runs)
 
-	fmt.Fprintf(w, "## Closed loop\n\n![throughput](throughput.png) ![mean](mean.png) ![short](short.png)\n![p95](p95.png) ![%s](class-%s.png) ![%s](class-%s.png)\n\n", shortClass, shortClass, heavyClass, heavyClass)
+	fmt.Fprintf(w, "## Closed loop\n\n![throughput](throughput.png) ![mean](mean.png) ![short](short.png)\n![p95](p95.png) ![%s](class-%s.png) ![%s](class-%s.png)\n", shortClass, shortClass, heavyClass, heavyClass)
+	fmt.Fprintf(w, "![%s split](split-%s.png) ![%s split](split-%s.png)\n\n", shortClass, shortClass, heavyClass, heavyClass)
 	fmt.Fprintf(w, "| mode | clients | interactions/s | goodput/s | mean ms | p95 ms | short mean ms | heavy mean ms | failed | refused | timed out |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range o.clients {
 		for _, m := range o.modes {
@@ -393,4 +418,56 @@ func ratioOf(a, b *runResult) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", float64(a.Result.Total.Mean)/float64(b.Result.Total.Mean))
+}
+
+// readCSV reads the runs back from a results.csv that writeCSV wrote.
+func readCSV(path string) ([]runResult, []mode, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rows) < 2 || len(rows[0]) != 18 || rows[0][0] != "mode" {
+		return nil, nil, fmt.Errorf("%s: not a results.csv of this program (its header starts mode,loop,clients)", path)
+	}
+	var runs []runResult
+	var names []string
+	for i, row := range rows[1:] {
+		num := func(j int) float64 {
+			v, perr := strconv.ParseFloat(row[j], 64)
+			if perr != nil && err == nil {
+				err = fmt.Errorf("%s line %d, column %s: %q is not a number", path, i+2, rows[0][j], row[j])
+			}
+			return v
+		}
+		dur := func(j int) time.Duration { return time.Duration(num(j) * float64(time.Millisecond)) }
+		clients, rate := int(num(2)), num(3)
+		n := len(runs) - 1
+		if n < 0 || runs[n].Mode != row[0] || runs[n].Loop != row[1] || runs[n].Clients != clients || runs[n].Rate != rate {
+			runs = append(runs, runResult{Mode: row[0], Loop: row[1], Clients: clients, Rate: rate,
+				Result: &bookstore.Result{}, ExecMS: map[string]float64{}})
+			n++
+			if !slices.Contains(names, row[0]) {
+				names = append(names, row[0])
+			}
+		}
+		c := bookstore.ClassResult{Name: row[4], Completed: int(num(5)), Failed: int(num(6)), Refused: int(num(7)),
+			TimedOut: int(num(8)), Good: int(num(9)), Throughput: num(10), Goodput: num(11),
+			Mean: dur(12), P50: dur(13), P95: dur(14), P99: dur(15), Max: dur(16)}
+		if c.Name == "total" {
+			runs[n].Result.Total = c
+			continue
+		}
+		runs[n].Result.Classes = append(runs[n].Result.Classes, c)
+		runs[n].ExecMS[c.Name] = num(17)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	modes, err := parseModes(strings.Join(names, ","))
+	return runs, modes, err
 }

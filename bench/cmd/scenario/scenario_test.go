@@ -89,3 +89,20 @@ func TestExecPerInteraction(t *testing.T) {
 	require.Equal(t, -1.0, execMS(nil, nil, "home", 10))
 	require.Equal(t, -1.0, execMS(before, after, "home", 0))
 }
+
+func TestReadCSVGivesBackWhatWriteCSVWrote(t *testing.T) {
+	runs := []runResult{{Mode: "direct", Loop: "closed", Clients: 10, Result: &bookstore.Result{
+		Classes: []bookstore.ClassResult{{Name: "home", Completed: 5, Refused: 1, Mean: 2 * time.Millisecond}},
+		Total:   bookstore.ClassResult{Name: "total", Completed: 5, Refused: 1, Throughput: 1.5, Mean: 2 * time.Millisecond},
+	}, ExecMS: map[string]float64{"home": -1}}, {Mode: "sjf-aging-5", Loop: "open", Clients: 100, Rate: 40, Result: &bookstore.Result{
+		Classes: []bookstore.ClassResult{{Name: "home", Completed: 7, P95: 3 * time.Millisecond}},
+		Total:   bookstore.ClassResult{Name: "total", Completed: 7},
+	}, ExecMS: map[string]float64{"home": 1.25}}}
+	path := t.TempDir() + "/results.csv"
+	require.NoError(t, writeCSV(path, runs))
+	got, modes, err := readCSV(path)
+	require.NoError(t, err)
+	require.Equal(t, runs, got)
+	require.Equal(t, []string{"direct", "sjf-aging-5"}, []string{modes[0].Name, modes[1].Name})
+	require.Equal(t, 5.0, modes[1].Aging)
+}
