@@ -78,7 +78,12 @@ func finishOrder(t *testing.T, p *testProxy, gap time.Duration) []string {
 	waitFor(t, 5*time.Second, "the blocker to run", func() bool { return p.Admission().Snapshot().Running == 1 })
 	run("long", longQuery)
 	waitQueued(t, p, 1)
-	time.Sleep(gap)
+	if gap > 0 {
+		waitFor(t, gap+5*time.Second, "the long unit to have waited the gap", func() bool {
+			w := p.Admission().Waiting(1)
+			return len(w) == 1 && w[0].Waited >= gap
+		})
+	}
 	run("short", shortQuery)
 	waitQueued(t, p, 2)
 	wg.Wait()

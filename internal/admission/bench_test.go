@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,12 @@ func TestFastPathAllocatesNothing(t *testing.T) {
 
 // TestWaitRealClock: blocked callers are woken by a release, time out at their deadline,
 // and leave the queue when their context ends, with the books right after many goroutines.
+// The system clock runs in a synctest bubble: time moves when every goroutine waits.
 func TestWaitRealClock(t *testing.T) {
+	synctest.Test(t, testWait)
+}
+
+func testWait(t *testing.T) {
 	c := New(Config{Capacity: 10 * time.Millisecond, QueueTimeout: 200 * time.Millisecond, MaxQueue: 1000, Discipline: SJF}, nil)
 	var run Ticket
 	st, err := c.Arrive(&run, Request{Cost: 10 * time.Millisecond})
@@ -45,14 +51,14 @@ func TestWaitRealClock(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var gone Ticket
 	_, _ = c.Arrive(&gone, Request{Cost: time.Millisecond})
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	go func() { synctest.Wait(); cancel() }() // once Wait blocks
 	require.ErrorIs(t, c.Wait(ctx, &gone), ErrCanceled)
 	require.Equal(t, 0, c.Snapshot().Queued)
 
 	// Woken by a release.
 	var next Ticket
 	_, _ = c.Arrive(&next, Request{Cost: time.Millisecond})
-	go func() { time.Sleep(20 * time.Millisecond); c.Release(&run, 0) }()
+	go func() { synctest.Wait(); c.Release(&run, 0) }() // once Wait blocks
 	require.NoError(t, c.Wait(context.Background(), &next))
 	c.Release(&next, 0)
 
@@ -69,7 +75,7 @@ func TestWaitRealClock(t *testing.T) {
 					err = c.Wait(context.Background(), &tk)
 				}
 				if err == nil {
-					time.Sleep(50 * time.Microsecond)
+					time.Sleep(50 * time.Microsecond) // the unit's work, in the bubble's time
 					c.Release(&tk, 0)
 				} else if !errors.Is(err, ErrTimeout) {
 					t.Error(err)
