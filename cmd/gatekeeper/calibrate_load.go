@@ -98,11 +98,12 @@ func (r *recorder) add(d time.Duration, err error) {
 	r.lat = append(r.lat, d)
 }
 
-// take returns the step measured since the last take, over elapsed.
-func (r *recorder) take(c time.Duration, elapsed time.Duration) (capacity.Step, error) {
+// take returns the step measured since the last take, over elapsed; the caller sets its
+// capacity.
+func (r *recorder) take(elapsed time.Duration) (capacity.Step, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := capacity.Step{Capacity: c, Throughput: float64(len(r.lat)) / elapsed.Seconds(), Errors: r.errs}
+	s := capacity.Step{Throughput: float64(len(r.lat)) / elapsed.Seconds(), Errors: r.errs}
 	if n := len(r.lat); n > 0 {
 		slices.Sort(r.lat)
 		var sum time.Duration
@@ -164,11 +165,11 @@ func (l *statementLoad) measure(ctx context.Context, settle, d time.Duration) (c
 	if err := sleep(ctx, settle); err != nil {
 		return capacity.Step{}, err
 	}
-	_, _ = l.rec.take(0, settle)
+	_, _ = l.rec.take(settle)
 	if err := sleep(ctx, d); err != nil {
 		return capacity.Step{}, err
 	}
-	return l.rec.take(0, d)
+	return l.rec.take(d)
 }
 
 func (l *statementLoad) stop() {

@@ -162,11 +162,14 @@ func (p *proxyProcess) stop() {
 	}
 }
 
-// busy is the backend busy time and unit count of each tagged type.
-type busy map[string]struct {
+// typeTotal is a type's unit count and summed backend busy time.
+type typeTotal struct {
 	Count   uint64
 	TotalMS float64
 }
+
+// busy holds the totals of each tagged type.
+type busy map[string]typeTotal
 
 // types reads the proxy's per-type totals, by tag.
 func (p *proxyProcess) types() (busy, error) {
@@ -181,10 +184,7 @@ func (p *proxyProcess) types() (busy, error) {
 	}
 	out := busy{}
 	for _, t := range tr.Types {
-		out[t.Sample] = struct {
-			Count   uint64
-			TotalMS float64
-		}{t.Count, t.TotalMS}
+		out[t.Sample] = typeTotal{t.Count, t.TotalMS}
 	}
 	return out, nil
 }

@@ -33,12 +33,8 @@ type runResult struct {
 
 // heavy reports whether the class is one of the heavy interactions.
 func heavy(name string) bool {
-	for _, i := range bookstore.Interactions() {
-		if i.String() == name {
-			return i.Heavy()
-		}
-	}
-	return false
+	i, err := bookstore.ParseInteraction(name)
+	return err == nil && i.Heavy()
 }
 
 // meanOf is the mean response time of the completed interactions of the classes keep
