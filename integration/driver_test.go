@@ -377,7 +377,18 @@ func TestDriverEd25519(t *testing.T) {
 	}
 	defer db.Close()
 	var user string
-	if err := db.QueryRow("SELECT CURRENT_USER()").Scan(&user); err != nil {
+	// go-sql-driver/mysql drops a trailing zero byte from an authentication switch's data, so
+	// it refuses the server's random 32-byte ed25519 challenge as a malformed packet whenever
+	// the challenge ends in zero: about one login in 256, directly to MariaDB as well. Such a
+	// login is tried again; a login the proxy breaks fails every time.
+	for attempt := 1; ; attempt++ {
+		err = db.QueryRow("SELECT CURRENT_USER()").Scan(&user)
+		if !errors.Is(err, mysql.ErrMalformPkt) || attempt == 3 {
+			break
+		}
+		t.Logf("attempt %d: %v (the driver's zero-ended challenge); trying again", attempt, err)
+	}
+	if err != nil {
 		t.Fatalf("ed25519 login through the proxy: %v", err)
 	}
 	if !strings.HasPrefix(user, env.EdUser+"@") {
