@@ -139,3 +139,31 @@ func TestTypesByUser(t *testing.T) {
 		assert.False(t, strings.HasPrefix(other.Sample, "SELECT"), "no digest types: %q", other.Sample)
 	}
 }
+
+// Under estimator.backend_cpus a statement is charged its share of the backend's processors:
+// four that sleep 200 ms together on a backend counted as one processor cost about 50 ms each,
+// where alone each costs its 200 ms.
+func TestTypesChargeTheShareOfBackendCPUs(t *testing.T) {
+	p := startProxy(t, func(c *config.Config) { c.Estimator.BackendCPUs = 1 })
+	db := openDB(t, p.Addr, "interpolateParams=true")
+	db.SetMaxOpenConns(4)
+
+	sleepN(t, db, 1, "SELECT SLEEP(0.2) AS alone")
+	assertCost(t, assertUnits(t, p, "SELECT SLEEP(?) AS alone", 1), 190*time.Millisecond, 300*time.Millisecond)
+
+	start := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			<-start
+			_, err := db.Exec("SELECT SLEEP(0.2) AS together")
+			errs <- err
+		}()
+	}
+	close(start)
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	// The statements overlap for all but their starts and ends, which may be a few ms apart.
+	assertCost(t, assertUnits(t, p, "SELECT SLEEP(?) AS together", 4), 45*time.Millisecond, 100*time.Millisecond)
+}

@@ -95,11 +95,12 @@ func (r *reloader) reload() error {
 		r.log.Error("configuration reload refused; the running configuration stays", "err", err)
 		return err
 	}
+	r.srv.SetBackendCPUs(next.Estimator.BackendCPUs)
 	// What a reload cannot apply: every section but admission and estimator averaging.
 	cur, nxt := r.cur, next
 	cur.Admission, nxt.Admission = config.Admission{}, config.Admission{}
-	cur.Estimator.Weight, cur.Estimator.Window, cur.Estimator.DefaultCost = 0, 0, 0
-	nxt.Estimator.Weight, nxt.Estimator.Window, nxt.Estimator.DefaultCost = 0, 0, 0
+	cur.Estimator.Weight, cur.Estimator.Window, cur.Estimator.DefaultCost, cur.Estimator.BackendCPUs = 0, 0, 0, 0
+	nxt.Estimator.Weight, nxt.Estimator.Window, nxt.Estimator.DefaultCost, nxt.Estimator.BackendCPUs = 0, 0, 0, 0
 	var restart []string
 	cv, nv := reflect.ValueOf(cur), reflect.ValueOf(nxt)
 	for i := range cv.NumField() {

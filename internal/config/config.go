@@ -258,6 +258,11 @@ type Estimator struct {
 	MaxTypes int `mapstructure:"max_types"`
 	// DefaultCost is the estimate of a type never seen. Default 10ms.
 	DefaultCost time.Duration `mapstructure:"default_cost"`
+	// BackendCPUs, when set, makes a unit's cost its share of the backend's processors
+	// rather than its busy time: while n commands run on the backend, each is charged
+	// min(1, BackendCPUs/n) of the time that passes. Costs then stay put as admission lets
+	// more run at once. Default 0: the busy time.
+	BackendCPUs int `mapstructure:"backend_cpus"`
 	// StateFile is where estimates are saved on shutdown (and every SaveInterval) and loaded
 	// from on start. Default empty: $STATE_DIRECTORY/estimates.json when systemd sets
 	// STATE_DIRECTORY, else estimates are not kept across restarts.

@@ -148,8 +148,8 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "estimator bounds",
-			yaml: "estimator:\n  weight: 1.5\n  window: 10m\n  max_types: 0\n  default_cost: -1ms\n  state_file: /nonexistent/dir/estimates.json\n",
-			want: []string{"estimator.weight", "estimator.max_types", "estimator.default_cost",
+			yaml: "estimator:\n  weight: 1.5\n  window: 10m\n  max_types: 0\n  default_cost: -1ms\n  backend_cpus: -2\n  state_file: /nonexistent/dir/estimates.json\n",
+			want: []string{"estimator.weight", "estimator.max_types", "estimator.default_cost", "estimator.backend_cpus",
 				`estimator.state_file: directory "/nonexistent/dir" does not exist`},
 		},
 		{

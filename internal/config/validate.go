@@ -213,6 +213,9 @@ func (c *Config) Validate() error {
 	if e.DefaultCost <= 0 {
 		bad("estimator.default_cost", "must be positive, such as 10ms")
 	}
+	if e.BackendCPUs < 0 || e.BackendCPUs > 4096 {
+		bad("estimator.backend_cpus", "must be 0 (charge busy time) or the backend's processor count, such as 16")
+	}
 	if e.StateFile != "" {
 		if fi, err := os.Stat(filepath.Dir(e.StateFile)); err != nil || !fi.IsDir() {
 			bad("estimator.state_file", "directory %q does not exist", filepath.Dir(e.StateFile))

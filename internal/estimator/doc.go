@@ -39,6 +39,10 @@
 // racing with a sample of the same type may see it in the count before the sum: an error of
 // the samples in flight, gone at the next read). Neither call allocates for a known type.
 //
+// What a sample measures is the caller's choice: the busy time of a unit on the backend, or,
+// with a [Share] clock, its share of the backend's processors over that time, which does not
+// grow with the number of units running at once.
+//
 // Memory is bounded whatever the workload sends: about 2.5 KiB per type and at most MaxTypes
 // types. When the table is full, a new type gets in only the second time it is seen (a
 // TinyLFU doorkeeper, a small Bloom filter of recently refused keys, remembers the first

@@ -27,7 +27,9 @@ type Server struct {
 	clientTLS  *tls.Config // nil: TLS is not offered to clients
 	backendTLS *backendTLS
 	// costs learns what each request type costs; nil: nothing is recorded.
-	costs   *estimator.Table
+	costs *estimator.Table
+	// share measures what each command costs the backend (estimator.backend_cpus).
+	share   *estimator.Share
 	typeKey typeKey
 	// adm admits units; admSettings say whether it is on and how sessions are keyed.
 	adm          *admission.Controller
@@ -67,6 +69,7 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		cfg:        cfg,
 		log:        log,
 		costs:      costs,
+		share:      estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()),
 		typeKey:    key,
 		metrics:    newMetrics(reg),
 		listeners:  map[net.Listener]struct{}{},
@@ -95,6 +98,9 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 	}
 	return s, nil
 }
+
+// SetBackendCPUs changes estimator.backend_cpus while running.
+func (s *Server) SetBackendCPUs(n int) { s.share.SetCPUs(n, time.Now()) }
 
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("proxy: server closed")

@@ -88,6 +88,9 @@ type unit struct {
 	// busy is the backend busy time of the unit so far: from sending each command to the
 	// last packet of its response, summed.
 	busy time.Duration
+	// work is the cost of the unit so far: its busy time, or under estimator.backend_cpus
+	// its share of the backend's processors over that time.
+	work time.Duration
 	// commands counts the commands sent in the unit.
 	commands int
 	// txn tells that the unit became a transaction.
@@ -261,11 +264,13 @@ func (s *session) dispatch() bool {
 	}
 	written := s.client.Written()
 	start := time.Now()
+	clock := s.srv.share.Start(start)
 	err := s.client.ForwardCommand(&s.cmd, s.backend)
 	if err == nil {
 		err = s.relay.ForwardResponse(cmd, &s.res)
 	}
-	elapsed := time.Since(start)
+	end := time.Now()
+	elapsed, work := end.Sub(start), s.srv.share.Stop(end, clock)
 	if err != nil {
 		s.fail(cmd, err, written)
 		return false
@@ -277,10 +282,11 @@ func (s *session) dispatch() bool {
 	if protocol.ShapeOf(cmd) != protocol.ShapeNone {
 		m.statementSeconds[cmd].Observe(elapsed.Seconds())
 		if s.res.Err == nil {
-			s.typeStatement(cmd, elapsed)
+			s.typeStatement(cmd, work)
 		}
 	}
 	s.unit.busy += elapsed
+	s.unit.work += work
 	s.unit.commands++
 	s.update(cmd)
 	if s.inTxn {
