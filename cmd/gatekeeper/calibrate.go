@@ -41,10 +41,10 @@ func newCalibrateCommand() *cobra.Command {
 		Long: "Runs a workload against the database through an in-process proxy with admission on,\n" +
 			"at capacities doubling from a quarter of the mean learned cost up to --max-factor\n" +
 			"times it (then refined around the best), measures the throughput at each, and\n" +
-			"chooses the smallest capacity\n" +
-			"whose throughput is within --threshold of the highest. It prints the throughput\n" +
-			"curve and the settings to use, and with --write sets admission.capacity in a\n" +
-			"configuration file, keeping the rest of it and its comments.\n\n" +
+			"chooses the smallest capacity whose throughput, taken as the median of its own and\n" +
+			"its neighbours' (single steps are noisy), is within --threshold of the highest.\n" +
+			"It prints the throughput curve and the settings to use, and with --write sets\n" +
+			"admission.capacity in a configuration file, keeping the rest of it and its comments.\n\n" +
 			"The workload is bookstore[:MIX], the bookstore benchmark's customers without think\n" +
 			"time (load it first: go run ./bench/cmd/bookstore load), or a file of SQL\n" +
 			"statements, each ending with ; at the end of a line; blank lines and lines starting\n" +
@@ -193,7 +193,7 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 		fmt.Fprintf(out, "\nwarning: the largest capacity tried was chosen, so the peak may lie beyond it;"+
 			" run again with a larger --max-factor than %d\n", o.maxFactor)
 	}
-	fmt.Fprintf(out, "\nchosen: the smallest capacity within %.0f%% of the peak throughput\n\nadmission:\n  capacity: %s\n",
+	fmt.Fprintf(out, "\nchosen: the smallest capacity within %.0f%% of the peak throughput (each step's the median of it and its neighbours)\n\nadmission:\n  capacity: %s\n",
 		100*o.threshold, c)
 	if o.write != "" {
 		if err := setCapacity(o.write, c); err != nil {

@@ -1,7 +1,8 @@
 // Package capacity finds the admission capacity of a database by the method of incremental
 // steps: run the workload through admission at several candidate capacities, measure the
 // throughput of each, and keep the smallest capacity that reaches the peak (the throughput
-// curve rises to a maximum and then falls or stays flat).
+// curve rises to a maximum and then falls or stays flat), judged on the curve smoothed over
+// neighbouring steps.
 package capacity
 
 import (
@@ -23,22 +24,53 @@ type Step struct {
 }
 
 // Choose returns the index of the chosen step: the one with the smallest capacity whose
-// throughput is at least threshold times the highest measured. Steps need not be sorted.
+// smoothed throughput is at least threshold times the highest smoothed throughput. A step's
+// smoothed throughput is the median of its own and its two neighbours' (by capacity; at
+// either end, the mean of the two), so that one lucky step does not become the choice: the
+// curve is flat past its knee, and single steps are off by several percent. Steps need not
+// be sorted.
 func Choose(steps []Step, threshold float64) int {
 	if len(steps) == 0 {
 		return -1
 	}
-	peak := 0.0
-	for _, s := range steps {
-		peak = max(peak, s.Throughput)
-	}
+	smooth := Smoothed(steps)
+	peak := slices.Max(smooth)
 	best := -1
 	for i, s := range steps {
-		if s.Throughput >= threshold*peak && (best < 0 || s.Capacity < steps[best].Capacity) {
+		if smooth[i] >= threshold*peak && (best < 0 || s.Capacity < steps[best].Capacity) {
 			best = i
 		}
 	}
 	return best
+}
+
+// Smoothed returns the smoothed throughput of each step, in the order of steps.
+func Smoothed(steps []Step) []float64 {
+	order := byCapacity(steps)
+	out := make([]float64, len(steps))
+	for k, i := range order {
+		var near []float64
+		for j := max(k-1, 0); j <= min(k+1, len(order)-1); j++ {
+			near = append(near, steps[order[j]].Throughput)
+		}
+		slices.Sort(near)
+		if len(near) == 3 {
+			out[i] = near[1]
+		} else {
+			out[i] = (near[0] + near[len(near)-1]) / 2
+		}
+	}
+	return out
+}
+
+// byCapacity returns the indexes of steps in order of capacity.
+func byCapacity(steps []Step) []int {
+	order := make([]int, len(steps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(steps[a].Capacity - steps[b].Capacity) })
+	return order
 }
 
 // Candidates returns the first capacities to try: base times 1, 2, 4, ... up to limit
@@ -74,11 +106,7 @@ func Refine(steps []Step, chosen int, minGap time.Duration) []time.Duration {
 // Print writes the throughput curve as a table, marking the chosen step, in order of
 // capacity; unit names what the throughput counts.
 func Print(w io.Writer, steps []Step, chosen int, unit string) {
-	order := make([]int, len(steps))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return int(steps[a].Capacity - steps[b].Capacity) })
+	order := byCapacity(steps)
 	peak := 0.0
 	for _, s := range steps {
 		peak = max(peak, s.Throughput)

@@ -28,6 +28,9 @@ func TestChoose(t *testing.T) {
 		{"flat past the knee: the smallest on the plateau", steps(10, 100, 20, 200, 40, 205, 80, 206), 20 * time.Millisecond},
 		{"noisy plateau", steps(40, 300, 10, 120, 20, 290, 80, 310), 20 * time.Millisecond},
 		{"one step", steps(10, 5), 10 * time.Millisecond},
+		// A calibrate run with 3 s steps: 14 ms was 10% above its neighbours by chance.
+		{"one lucky step", steps(2, 282, 3, 320, 7, 348, 10, 327, 14, 408, 17, 348, 20, 345, 27, 317, 54, 348, 109, 389, 218, 370),
+			109 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		i := Choose(tc.steps, 0.93)
@@ -35,6 +38,8 @@ func TestChoose(t *testing.T) {
 		assert.Equal(t, tc.want, tc.steps[i].Capacity, tc.name)
 	}
 	assert.Equal(t, -1, Choose(nil, 0.95))
+	assert.Equal(t, []float64{140, 180, 240, 240, 195}, Smoothed(steps(10, 100, 20, 180, 40, 250, 80, 240, 160, 150)))
+	assert.Equal(t, []float64{5}, Smoothed(steps(10, 5)))
 }
 
 func TestCandidatesAndRefine(t *testing.T) {
