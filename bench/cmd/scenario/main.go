@@ -14,9 +14,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,11 +38,12 @@ type options struct {
 	think, duration, warmup, timeout  time.Duration
 	capacity, queueTimeout            time.Duration
 	weight                            float64
-	openFactor                        float64
+	backendCPUs                       int
+	openFactor, openRate              float64
 	openMax                           int
 	mix                               string
 	out                               string
-	load                              bool
+	load, reload                      bool
 	scale                             bookstore.Scale
 	seed                              int64
 	command                           string
@@ -63,6 +66,9 @@ func main() {
 
 func parseInts(s string) ([]int, error) {
 	var out []int
+	if strings.TrimSpace(s) == "" {
+		return nil, nil // only the open loop, at --open-rate
+	}
 	for f := range strings.SplitSeq(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
@@ -92,11 +98,14 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.capacity, "capacity", 0, "admission.capacity of the admission modes (gatekeeper calibrate finds it)")
 	fs.DurationVar(&o.queueTimeout, "queue-timeout", 30*time.Second, "admission.queue_timeout")
 	fs.Float64Var(&o.weight, "estimator-weight", 0.1, "estimator.weight of the proxy")
-	fs.Float64Var(&o.openFactor, "open", 0.9, "open loop: Poisson arrivals at this share of the highest closed-loop throughput; 0 skips it")
+	fs.IntVar(&o.backendCPUs, "backend-cpus", runtime.NumCPU(), "estimator.backend_cpus of the proxy (the database runs on this machine); 0 charges busy time")
+	fs.Float64Var(&o.openFactor, "open", 0.9, "open loop: Poisson arrivals at this share of direct's highest closed-loop throughput; 0 skips it")
+	fs.Float64Var(&o.openRate, "open-rate", 0, "open loop: Poisson arrivals at this rate per second instead of --open's")
 	fs.IntVar(&o.openMax, "open-max", 1000, "open loop: most interactions outstanding at once")
 	fs.StringVar(&o.mix, "mix", "shopping", "browsing, shopping or ordering")
 	fs.StringVar(&o.out, "out", "bench/results/bookstore", "directory for the CSV, the report and the plots")
 	fs.BoolVar(&o.load, "load", true, "load the bookstore first (false: it is loaded already)")
+	fs.BoolVar(&o.reload, "reload", true, "load the bookstore afresh before every run, so that no run sees the orders of the runs before it")
 	fs.IntVar(&o.scale.Items, "items", 0, "items to load (0: the default scale)")
 	fs.IntVar(&o.scale.Customers, "customers", 0, "customers to load (0: the default scale)")
 	fs.Int64Var(&o.seed, "seed", 1, "random seed of the data and of the clients")
@@ -114,6 +123,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.clients, err = parseInts(clients); err != nil {
 		return o, err
+	}
+	if len(o.clients) == 0 && o.openRate <= 0 {
+		return o, errors.New("--clients: give closed-loop client counts such as 10,20,40, or an --open-rate to run only the open loop")
 	}
 	if o.primary == "" {
 		return o, errors.New("--primary is required (or GK_PRIMARY): the MariaDB primary as host:port")
@@ -173,35 +185,16 @@ func run(ctx context.Context, o options) error {
 	started := time.Now()
 
 	if o.load {
-		c := mysql.NewConfig()
-		c.User, c.Passwd, c.Net, c.Addr = o.user, o.password, "tcp", o.primary
-		root, err := sql.Open("mysql", c.FormatDSN())
-		if err != nil {
+		if err := loadBookstore(ctx, o, os.Stderr); err != nil {
 			return err
 		}
-		_, err = root.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+o.database)
-		root.Close()
-		if err != nil {
-			return err
-		}
-		db, err := sql.Open("mysql", o.dsn(o.primary))
-		if err != nil {
-			return err
-		}
-		t0 := time.Now()
-		err = bookstore.Load(ctx, db, o.scale, os.Stderr)
-		db.Close()
-		if err != nil {
-			return fmt.Errorf("load: %w", err)
-		}
-		fmt.Fprintf(os.Stderr, "loaded %d items, %d customers in %s\n", o.scale.Items, o.scale.Customers, time.Since(t0).Round(time.Second))
 	}
 	env, err := machine(ctx, o)
 	if err != nil {
 		return err
 	}
 	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Capacity: o.capacity,
-		QueueTimeout: o.queueTimeout, Weight: o.weight, Dir: dir}
+		QueueTimeout: o.queueTimeout, Weight: o.weight, BackendCPUs: o.backendCPUs, Dir: dir}
 
 	var runs []runResult
 	// Client counts outer, modes inner, in reverse order every other count, so that drift
@@ -223,13 +216,11 @@ func run(ctx context.Context, o options) error {
 			fmt.Fprintf(os.Stderr, "%-14s closed %4d clients: %s\n", m.Name, n, r.summary())
 		}
 	}
-	if o.openFactor > 0 {
-		// The capacity of the system is the highest throughput any mode reached.
-		var most float64
-		for _, r := range runs {
-			most = max(most, r.Result.Total.Throughput)
+	if o.openFactor > 0 || o.openRate > 0 {
+		rate := o.openRate
+		if rate <= 0 {
+			rate = o.openFactor * capacity(runs)
 		}
-		rate := o.openFactor * most
 		for _, m := range o.modes {
 			if m.Name == "passthrough" {
 				continue
@@ -249,6 +240,49 @@ func run(ctx context.Context, o options) error {
 	return writeResults(o, env, runs)
 }
 
+// capacity is the database's capacity for the mix: the highest throughput direct reached in
+// the closed loop (without a direct run, that of any mode). The admission modes reach more
+// only by completing fewer heavy interactions, which changes the mix.
+func capacity(runs []runResult) float64 {
+	var direct, any float64
+	for _, r := range runs {
+		any = max(any, r.Result.Total.Throughput)
+		if r.Mode == "direct" {
+			direct = max(direct, r.Result.Total.Throughput)
+		}
+	}
+	if direct > 0 {
+		return direct
+	}
+	return any
+}
+
+// loadBookstore creates the database if need be and loads the bookstore into it afresh.
+func loadBookstore(ctx context.Context, o options, progress io.Writer) error {
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr = o.user, o.password, "tcp", o.primary
+	root, err := sql.Open("mysql", c.FormatDSN())
+	if err != nil {
+		return err
+	}
+	_, err = root.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+o.database)
+	root.Close()
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("mysql", o.dsn(o.primary))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	t0 := time.Now()
+	if err := bookstore.Load(ctx, db, o.scale, progress); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	fmt.Fprintf(progress, "loaded %d items, %d customers in %s\n", o.scale.Items, o.scale.Customers, time.Since(t0).Round(time.Second))
+	return nil
+}
+
 // workload is the bookstore configuration common to every run.
 func (o options) workload() bookstore.Config {
 	return bookstore.Config{Mix: o.mix, Think: o.think, Duration: o.duration, Timeout: o.timeout, Seed: o.seed}
@@ -257,6 +291,13 @@ func (o options) workload() bookstore.Config {
 // measure runs one mode: the proxy (if any) is started fresh, warmed up, and measured.
 func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookstore.Config) (runResult, error) {
 	r := runResult{Mode: m.Name, Clients: cfg.Clients, Rate: cfg.Rate}
+	if o.reload {
+		// The runs add orders, and Best Sellers ranks the items of the latest ones: without
+		// a fresh load, what a run costs would depend on the runs before it.
+		if err := loadBookstore(ctx, o, io.Discard); err != nil {
+			return r, err
+		}
+	}
 	addr := o.primary
 	var p *proxyProcess
 	if m.Proxy {

@@ -71,6 +71,7 @@ type proxySettings struct {
 	Capacity        time.Duration
 	QueueTimeout    time.Duration
 	Weight          float64
+	BackendCPUs     int
 	Dir             string
 }
 
@@ -94,7 +95,8 @@ func freePort() (string, error) {
 func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: %s\nadmin:\n  listen: %s\nbackends:\n  primary: %s\n", listen, adminAddr, s.Primary)
-	fmt.Fprintf(&b, "classify:\n  type_key: tag\nestimator:\n  weight: %g\nlog:\n  level: warn\n", s.Weight)
+	fmt.Fprintf(&b, "classify:\n  type_key: tag\nestimator:\n  weight: %g\n  backend_cpus: %d\nlog:\n  level: warn\n",
+		s.Weight, s.BackendCPUs)
 	fmt.Fprintf(&b, "admission:\n  enabled: %t\n", m.Admission)
 	if m.Admission {
 		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  queue_timeout: %s\n  max_queue: 100000\n",

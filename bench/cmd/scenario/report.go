@@ -26,9 +26,18 @@ type runResult struct {
 	Clients int
 	Rate    float64
 	Result  *bookstore.Result
-	// ExecMS is the backend busy time per interaction of each class, as the proxy measured
-	// it; -1 when unknown (direct).
+	// ExecMS is the cost the proxy charged per interaction of each class (the backend busy
+	// time, or under backend_cpus the processor share); -1 when unknown (direct).
 	ExecMS map[string]float64
+}
+
+// splitNames names the two parts of a response the proxy tells apart: what it charged, and
+// the rest.
+func (o options) splitNames() (charged, rest string) {
+	if o.backendCPUs > 0 {
+		return "cost", "rest"
+	}
+	return "execution", "wait"
 }
 
 // heavy reports whether the class is one of the heavy interactions.
@@ -207,13 +216,14 @@ func writePlots(o options, runs []runResult) error {
 	}
 	for _, cls := range []string{shortClass, heavyClass} {
 		// The paper's Figures 11-13: where the time of an interaction goes, per mode.
-		chart := plot.Chart{Title: cls + ": execution (dashed) and wait (solid), mean per interaction",
+		execName, waitName := o.splitNames()
+		chart := plot.Chart{Title: cls + ": " + execName + " (dashed) and " + waitName + " (solid), mean per interaction",
 			X: "closed-loop clients", Y: "ms", LogY: true}
 		for i, mode := range o.modes {
 			if !mode.Proxy {
 				continue
 			}
-			wait, exec := plot.Series{Name: mode.Name + " wait", Style: i + 1}, plot.Series{Name: mode.Name + " execution", Style: i + 1, Dashed: true}
+			wait, exec := plot.Series{Name: mode.Name + " " + waitName, Style: i + 1}, plot.Series{Name: mode.Name + " " + execName, Style: i + 1, Dashed: true}
 			for _, r := range runs {
 				e, ok := r.ExecMS[cls]
 				c, found := classOf(r.Result, cls)
@@ -253,10 +263,18 @@ func writeReport(w io.Writer, o options, env environment, runs []runResult) {
 	fmt.Fprintf(w, "# Bookstore: direct, passthrough and admission modes\n\n")
 	fmt.Fprintf(w, "The TPC-W-like bookstore (`bench/bookstore`, %s mix, %d items, %d customers) against MariaDB\n", o.mix, o.scale.Items, o.scale.Customers)
 	fmt.Fprintf(w, "directly and through gatekeeper. Closed loop: each client a session with exponential think time\n")
-	fmt.Fprintf(w, "of mean %s. Open loop: Poisson arrivals at %.2f of the highest closed-loop throughput (any mode), at most %d outstanding.\n", o.think, o.openFactor, o.openMax)
-	fmt.Fprintf(w, "Each run: a fresh proxy, %s of warm-up (not counted; the proxy learns the costs), %s measured.\n", o.warmup, o.duration)
+	if o.openRate > 0 {
+		fmt.Fprintf(w, "of mean %s. Open loop: Poisson arrivals at %.1f/s, at most %d outstanding.\n", o.think, o.openRate, o.openMax)
+	} else {
+		fmt.Fprintf(w, "of mean %s. Open loop: Poisson arrivals at %.2f of direct's highest closed-loop throughput (the database's\ncapacity for the mix), at most %d outstanding.\n", o.think, o.openFactor, o.openMax)
+	}
+	fresh := ""
+	if o.reload {
+		fresh = "the bookstore loaded afresh, "
+	}
+	fmt.Fprintf(w, "Each run: %sa fresh proxy, %s of warm-up (not counted; the proxy learns the costs), %s measured.\n", fresh, o.warmup, o.duration)
 	fmt.Fprintf(w, "Admission: capacity %s, queue timeout %s, type key `tag` (each interaction's statements carry\n", o.capacity, o.queueTimeout)
-	fmt.Fprintf(w, "`/* gk:type=NAME */`), estimator weight %g. Client timeout %s. Every interaction that failed,\n", o.weight, o.timeout)
+	fmt.Fprintf(w, "`/* gk:type=NAME */`), estimator weight %g, backend_cpus %d. Client timeout %s. Every interaction that failed,\n", o.weight, o.backendCPUs, o.timeout)
 	fmt.Fprintf(w, "was refused or timed out is counted in its class (CSV: `results.csv`); response times are of the\n")
 	fmt.Fprintf(w, "completed ones.\n\n")
 	fmt.Fprintf(w, "Command: `%s` (%s, gatekeeper %s), %s in all.\n\n", o.command, env.Date, env.Commit, env.Elapsed)
@@ -281,9 +299,14 @@ func writeReport(w io.Writer, o options, env environment, runs []runResult) {
 	}
 	fmt.Fprintln(w)
 	for _, cls := range []string{shortClass, heavyClass} {
-		fmt.Fprintf(w, "### %s: response, execution and wait (ms)\n\n", cls)
-		fmt.Fprintf(w, "Execution is the backend busy time per interaction the proxy measured; wait is response minus\nexecution (queueing in the proxy and the hops); direct has no proxy to measure it.\n\n")
-		fmt.Fprintf(w, "| mode | clients | completed | lost | response | execution | wait |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		execName, waitName := o.splitNames()
+		fmt.Fprintf(w, "### %s: response, %s and %s (ms)\n\n", cls, execName, waitName)
+		if o.backendCPUs > 0 {
+			fmt.Fprintf(w, "Cost is what the proxy charged per interaction: its share of the database's %d processors while it\nran (`estimator.backend_cpus`); the rest of the response is queueing in the proxy, the hops, and\nwaiting for a processor in the database. Direct has no proxy to measure it.\n\n", o.backendCPUs)
+		} else {
+			fmt.Fprintf(w, "Execution is the backend busy time per interaction the proxy measured; wait is response minus\nexecution (queueing in the proxy and the hops); direct has no proxy to measure it.\n\n")
+		}
+		fmt.Fprintf(w, "| mode | clients | completed | lost | response | %s | %s |\n|---|---:|---:|---:|---:|---:|---:|\n", execName, waitName)
 		for _, n := range o.clients {
 			for _, m := range o.modes {
 				r := find(runs, m.Name, "closed", n)
