@@ -48,6 +48,7 @@ type options struct {
 	seed                              int64
 	command                           string
 	replot                            bool
+	repeat                            int
 }
 
 func main() {
@@ -111,6 +112,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.seed, "seed", 1, "random seed of the data and of the clients")
 	fs.StringVar(&o.command, "command", "", "the command to name in the report (default: this one)")
 	fs.BoolVar(&o.replot, "replot", false, "only draw the plots again from --out's results.csv")
+	fs.IntVar(&o.repeat, "repeat", 1, "runs of every cell, the modes in alternating order and run k's clients seeded with --seed+k-1; the report takes the medians")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -123,6 +125,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.clients, err = parseInts(clients); err != nil {
 		return o, err
+	}
+	if o.repeat < 1 {
+		return o, fmt.Errorf("--repeat: %d runs per cell; give 1 or more", o.repeat)
 	}
 	if len(o.clients) == 0 && o.openRate <= 0 {
 		return o, errors.New("--clients: give closed-loop client counts such as 10,20,40, or an --open-rate to run only the open loop")
@@ -172,7 +177,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		o.modes = modes
-		return writePlots(o, runs)
+		return writePlots(o, medians(runs))
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
@@ -197,43 +202,53 @@ func run(ctx context.Context, o options) error {
 		QueueTimeout: o.queueTimeout, Weight: o.weight, BackendCPUs: o.backendCPUs, Dir: dir}
 
 	var runs []runResult
-	// Client counts outer, modes inner, in reverse order every other count, so that drift
-	// in the database (its tables grow with the orders) falls on every mode alike.
-	for i, n := range o.clients {
+	// Client counts outer, then the repeats, modes inner in reverse order every other time,
+	// so that drift in the machine falls on every mode alike and the repeats of a cell are
+	// measured close together with the other modes'.
+	turn := 0
+	orderOf := func() []mode {
 		order := slices.Clone(o.modes)
-		if i%2 == 1 {
+		if turn%2 == 1 {
 			slices.Reverse(order)
 		}
-		for _, m := range order {
-			cfg := o.workload()
-			cfg.Clients = n
-			r, err := measure(ctx, o, settings, m, cfg)
-			if err != nil {
-				return err
+		turn++
+		return order
+	}
+	for _, n := range o.clients {
+		for round := 1; round <= o.repeat; round++ {
+			for _, m := range orderOf() {
+				cfg := o.workload()
+				cfg.Clients, cfg.Seed = n, o.seed+int64(round-1)
+				r, err := measure(ctx, o, settings, m, cfg)
+				if err != nil {
+					return err
+				}
+				r.Loop, r.Round = "closed", round
+				runs = append(runs, r)
+				fmt.Fprintf(os.Stderr, "%-14s closed %4d clients, run %d: %s\n", m.Name, n, round, r.summary())
 			}
-			r.Loop = "closed"
-			runs = append(runs, r)
-			fmt.Fprintf(os.Stderr, "%-14s closed %4d clients: %s\n", m.Name, n, r.summary())
 		}
 	}
 	if o.openFactor > 0 || o.openRate > 0 {
 		rate := o.openRate
 		if rate <= 0 {
-			rate = o.openFactor * capacity(runs)
+			rate = o.openFactor * capacity(medians(runs))
 		}
-		for _, m := range o.modes {
-			if m.Name == "passthrough" {
-				continue
+		for round := 1; round <= o.repeat; round++ {
+			for _, m := range orderOf() {
+				if m.Name == "passthrough" {
+					continue
+				}
+				cfg := o.workload()
+				cfg.Rate, cfg.Clients, cfg.Seed = rate, o.openMax, o.seed+int64(round-1)
+				r, err := measure(ctx, o, settings, m, cfg)
+				if err != nil {
+					return err
+				}
+				r.Loop, r.Round = "open", round
+				runs = append(runs, r)
+				fmt.Fprintf(os.Stderr, "%-14s open %6.1f/s, run %d: %s\n", m.Name, rate, round, r.summary())
 			}
-			cfg := o.workload()
-			cfg.Rate, cfg.Clients = rate, o.openMax
-			r, err := measure(ctx, o, settings, m, cfg)
-			if err != nil {
-				return err
-			}
-			r.Loop = "open"
-			runs = append(runs, r)
-			fmt.Fprintf(os.Stderr, "%-14s open %6.1f/s: %s\n", m.Name, rate, r.summary())
 		}
 	}
 	env.Elapsed = time.Since(started).Round(time.Second)

@@ -25,7 +25,9 @@ type runResult struct {
 	Loop    string // closed or open
 	Clients int
 	Rate    float64
-	Result  *bookstore.Result
+	// Round numbers the repeats of a cell from 1; 0 marks a median of repeats.
+	Round  int
+	Result *bookstore.Result
 	// ExecMS is the cost the proxy charged per interaction of each class (the backend busy
 	// time, or under backend_cpus the processor share); -1 when unknown (direct).
 	ExecMS map[string]float64
@@ -138,7 +140,7 @@ func writeResults(o options, env environment, runs []runResult) error {
 	if err := writeCSV(filepath.Join(o.out, "results.csv"), runs); err != nil {
 		return err
 	}
-	if err := writePlots(o, runs); err != nil {
+	if err := writePlots(o, medians(runs)); err != nil {
 		return err
 	}
 	f, err := os.Create(filepath.Join(o.out, "README.md"))
@@ -158,7 +160,7 @@ func writeCSV(path string, runs []runResult) error {
 	defer f.Close()
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"mode", "loop", "clients", "rate", "class", "completed", "failed", "refused", "timed_out", "good",
-		"throughput", "goodput", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "exec_ms"})
+		"throughput", "goodput", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "exec_ms", "round"})
 	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, r := range runs {
 		rows := append(slices.Clone(r.Result.Classes), r.Result.Total)
@@ -169,7 +171,7 @@ func writeCSV(path string, runs []runResult) error {
 			}
 			_ = w.Write([]string{r.Mode, r.Loop, strconv.Itoa(r.Clients), f2(r.Rate), c.Name,
 				strconv.Itoa(c.Completed), strconv.Itoa(c.Failed), strconv.Itoa(c.Refused), strconv.Itoa(c.TimedOut), strconv.Itoa(c.Good),
-				f2(c.Throughput), f2(c.Goodput), f2(ms(c.Mean)), f2(ms(c.P50)), f2(ms(c.P95)), f2(ms(c.P99)), f2(ms(c.Max)), f2(exec)})
+				f2(c.Throughput), f2(c.Goodput), f2(ms(c.Mean)), f2(ms(c.P50)), f2(ms(c.P95)), f2(ms(c.P99)), f2(ms(c.Max)), f2(exec), strconv.Itoa(r.Round)})
 		}
 	}
 	w.Flush()
@@ -259,7 +261,8 @@ func writePlots(o options, runs []runResult) error {
 	return nil
 }
 
-func writeReport(w io.Writer, o options, env environment, runs []runResult) {
+func writeReport(w io.Writer, o options, env environment, all []runResult) {
+	runs := medians(all)
 	fmt.Fprintf(w, "# Bookstore: direct, passthrough and admission modes\n\n")
 	fmt.Fprintf(w, "The TPC-W-like bookstore (`bench/bookstore`, %s mix, %d items, %d customers) against MariaDB\n", o.mix, o.scale.Items, o.scale.Customers)
 	fmt.Fprintf(w, "directly and through gatekeeper. Closed loop: each client a session with exponential think time\n")
@@ -277,13 +280,16 @@ func writeReport(w io.Writer, o options, env environment, runs []runResult) {
 	fmt.Fprintf(w, "`/* gk:type=NAME */`), estimator weight %g, backend_cpus %d. Client timeout %s. Every interaction that failed,\n", o.weight, o.backendCPUs, o.timeout)
 	fmt.Fprintf(w, "was refused or timed out is counted in its class (CSV: `results.csv`); response times are of the\n")
 	fmt.Fprintf(w, "completed ones.\n\n")
+	if n := rounds(all); n > 1 {
+		fmt.Fprintf(w, "Every cell ran %d times, the modes in alternating order, one client count or the open loop at a\ntime. Each figure below is the median of its cell's runs, figure by figure; the short and heavy\nmeans are computed from the median class figures. `results.csv` has every run.\n\n", n)
+	}
 	fmt.Fprintf(w, "Command: `%s` (%s, gatekeeper %s), %s in all.\n\n", o.command, env.Date, env.Commit, env.Elapsed)
 	if _, err := os.Stat(filepath.Join(o.out, "calibrate.txt")); err == nil {
 		fmt.Fprintf(w, "The capacity is what `gatekeeper calibrate --workload bookstore` chose under fifo before the runs ([its curve](calibrate.txt)).\n\n")
 	}
 	fmt.Fprintf(w, "Machine: %d CPUs (%s); Linux %s; %s; %s. Database, clients and proxy share the machine.\n\n", env.CPUs, env.CPU, env.Kernel, env.DB, env.Go)
 
-	writeVerdict(w, o, runs)
+	writeVerdict(w, o, runs, all)
 
 	fmt.Fprintf(w, "## Closed loop\n\n![throughput](throughput.png) ![mean](mean.png) ![short](short.png)\n![p95](p95.png) ![%s](class-%s.png) ![%s](class-%s.png)\n", shortClass, shortClass, heavyClass, heavyClass)
 	fmt.Fprintf(w, "![%s split](split-%s.png) ![%s split](split-%s.png)\n\n", shortClass, shortClass, heavyClass, heavyClass)
@@ -393,13 +399,14 @@ func classTables(o options, runs []runResult) []classTable {
 }
 
 // writeVerdict checks the figures the admission work is judged by.
-func writeVerdict(w io.Writer, o options, runs []runResult) {
+// runs are the medians, all every run.
+func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 	peak := peakOf(runs, "direct")
 	if peak.Result == nil {
 		return
 	}
 	fmt.Fprintf(w, "## Summary\n\nDirect throughput peaks at %d clients (%.1f interactions/s).\n\n", peak.Clients, peak.Result.Total.Throughput)
-	fmt.Fprintf(w, "| clients | mode | throughput / direct peak | short mean: fifo / mode | short mean: direct / mode | heavy mean: mode / fifo |\n|---:|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| clients | mode | throughput / direct peak | its runs | short mean: fifo / mode | short mean: direct / mode | heavy mean: mode / fifo |\n|---:|---|---:|---:|---:|---:|---:|\n")
 	ratio := func(a, b float64) string {
 		if a <= 0 || b <= 0 {
 			return "-"
@@ -420,7 +427,13 @@ func writeVerdict(w io.Writer, o options, runs []runResult) {
 			if direct != nil {
 				ds = shortMean(direct.Result)
 			}
-			fmt.Fprintf(w, "| %d | %s | %.2f | %s | %s | %s |\n", n, m.Name, r.Result.Total.Throughput/peak.Result.Total.Throughput,
+			peakTP := peak.Result.Total.Throughput
+			lo, hi, k := spread(all, r.cell(), func(x runResult) float64 { return x.Result.Total.Throughput / peakTP })
+			runsOf := fmt.Sprintf("%.2f", lo)
+			if k > 1 {
+				runsOf = fmt.Sprintf("%.2f-%.2f", lo, hi)
+			}
+			fmt.Fprintf(w, "| %d | %s | %.2f | %s | %s | %s | %s |\n", n, m.Name, r.Result.Total.Throughput/peakTP, runsOf,
 				ratio(fs, shortMean(r.Result)), ratio(ds, shortMean(r.Result)), ratio(heavyMean(r.Result), fh))
 		}
 	}
@@ -430,6 +443,15 @@ func writeVerdict(w io.Writer, o options, runs []runResult) {
 		fmt.Fprintf(w, "Open loop at %.1f arrivals/s: mean response time fifo / sjf = %s, direct / sjf = %s.\n\n", sjf.Rate,
 			ratioOf(fifo, sjf), ratioOf(direct, sjf))
 	}
+}
+
+// rounds is how many times each cell ran.
+func rounds(runs []runResult) int {
+	n := 1
+	for _, r := range runs {
+		n = max(n, r.Round)
+	}
+	return n
 }
 
 func ratioOf(a, b *runResult) string {
@@ -450,7 +472,8 @@ func readCSV(path string) ([]runResult, []mode, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(rows) < 2 || len(rows[0]) != 18 || rows[0][0] != "mode" {
+	// Files written before repeats had no round column: each cell ran once.
+	if len(rows) < 2 || (len(rows[0]) != 18 && len(rows[0]) != 19) || rows[0][0] != "mode" {
 		return nil, nil, fmt.Errorf("%s: not a results.csv of this program (its header starts mode,loop,clients)", path)
 	}
 	var runs []runResult
@@ -464,10 +487,13 @@ func readCSV(path string) ([]runResult, []mode, error) {
 			return v
 		}
 		dur := func(j int) time.Duration { return time.Duration(num(j) * float64(time.Millisecond)) }
-		clients, rate := int(num(2)), num(3)
+		clients, rate, round := int(num(2)), num(3), 1
+		if len(row) > 18 {
+			round = int(num(18))
+		}
 		n := len(runs) - 1
-		if n < 0 || runs[n].Mode != row[0] || runs[n].Loop != row[1] || runs[n].Clients != clients || runs[n].Rate != rate {
-			runs = append(runs, runResult{Mode: row[0], Loop: row[1], Clients: clients, Rate: rate,
+		if n < 0 || runs[n].cell() != (cell{row[0], row[1], clients, rate}) || runs[n].Round != round {
+			runs = append(runs, runResult{Mode: row[0], Loop: row[1], Clients: clients, Rate: rate, Round: round,
 				Result: &bookstore.Result{}, ExecMS: map[string]float64{}})
 			n++
 			if !slices.Contains(names, row[0]) {

@@ -91,10 +91,13 @@ func TestExecPerInteraction(t *testing.T) {
 }
 
 func TestReadCSVGivesBackWhatWriteCSVWrote(t *testing.T) {
-	runs := []runResult{{Mode: "direct", Loop: "closed", Clients: 10, Result: &bookstore.Result{
+	runs := []runResult{{Mode: "direct", Loop: "closed", Clients: 10, Round: 1, Result: &bookstore.Result{
 		Classes: []bookstore.ClassResult{{Name: "home", Completed: 5, Refused: 1, Mean: 2 * time.Millisecond}},
 		Total:   bookstore.ClassResult{Name: "total", Completed: 5, Refused: 1, Throughput: 1.5, Mean: 2 * time.Millisecond},
-	}, ExecMS: map[string]float64{"home": -1}}, {Mode: "sjf-aging-5", Loop: "open", Clients: 100, Rate: 40, Result: &bookstore.Result{
+	}, ExecMS: map[string]float64{"home": -1}}, {Mode: "direct", Loop: "closed", Clients: 10, Round: 2, Result: &bookstore.Result{
+		Classes: []bookstore.ClassResult{{Name: "home", Completed: 6}},
+		Total:   bookstore.ClassResult{Name: "total", Completed: 6},
+	}, ExecMS: map[string]float64{"home": -1}}, {Mode: "sjf-aging-5", Loop: "open", Clients: 100, Rate: 40, Round: 1, Result: &bookstore.Result{
 		Classes: []bookstore.ClassResult{{Name: "home", Completed: 7, P95: 3 * time.Millisecond}},
 		Total:   bookstore.ClassResult{Name: "total", Completed: 7},
 	}, ExecMS: map[string]float64{"home": 1.25}}}
@@ -105,4 +108,43 @@ func TestReadCSVGivesBackWhatWriteCSVWrote(t *testing.T) {
 	require.Equal(t, runs, got)
 	require.Equal(t, []string{"direct", "sjf-aging-5"}, []string{modes[0].Name, modes[1].Name})
 	require.Equal(t, 5.0, modes[1].Aging)
+}
+
+func TestMediansTakeEachFigureOfARepeatedCell(t *testing.T) {
+	run := func(mode string, round, completed int, tp float64, mean time.Duration, exec float64) runResult {
+		c := bookstore.ClassResult{Name: "home", Completed: completed, Throughput: tp, Mean: mean}
+		total := c
+		total.Name = "total"
+		return runResult{Mode: mode, Loop: "closed", Clients: 10, Round: round,
+			Result: &bookstore.Result{Classes: []bookstore.ClassResult{c}, Total: total}, ExecMS: map[string]float64{"home": exec}}
+	}
+	runs := []runResult{
+		run("fifo", 1, 30, 3.0, 9*time.Millisecond, 1.0),
+		run("sjf", 1, 50, 5.0, 1*time.Millisecond, 0.5),
+		run("fifo", 2, 10, 1.0, 5*time.Millisecond, 3.0),
+		run("fifo", 3, 20, 9.0, 7*time.Millisecond, 2.0),
+	}
+	got := medians(runs)
+	require.Len(t, got, 2)
+	require.Equal(t, runs[1], got[1], "a single run stays as it is")
+	fifo := got[0]
+	require.Equal(t, cell{"fifo", "closed", 10, 0}, fifo.cell())
+	require.Equal(t, 0, fifo.Round)
+	// Figure by figure: the median count, rate and mean need not come from one run.
+	require.Equal(t, 20, fifo.Result.Classes[0].Completed)
+	require.Equal(t, 3.0, fifo.Result.Total.Throughput)
+	require.Equal(t, 7*time.Millisecond, fifo.Result.Classes[0].Mean)
+	require.Equal(t, 2.0, fifo.ExecMS["home"])
+
+	// Of an even count, the mean of the middle two.
+	require.Equal(t, 2.0, median([]runResult{runs[0], runs[2]}, func(r runResult) float64 { return r.Result.Total.Throughput }))
+
+	lo, hi, n := spread(runs, fifo.cell(), func(r runResult) float64 { return r.Result.Total.Throughput })
+	require.Equal(t, [3]float64{1, 9, 3}, [3]float64{lo, hi, float64(n)})
+	require.Equal(t, 3, rounds(runs))
+}
+
+func TestParseFlagsRefusesNoRuns(t *testing.T) {
+	_, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct", "--repeat", "0"})
+	require.ErrorContains(t, err, "--repeat")
 }
