@@ -26,9 +26,12 @@ type mode struct {
 	Admission  bool
 	Discipline string
 	Aging      float64
+	// Capacity overrides the common admission.capacity (0: keep it).
+	Capacity time.Duration
 }
 
-// parseModes reads a comma-separated list: direct, passthrough, fifo, sjf, sjf-aging-X.
+// parseModes reads a comma-separated list: direct, passthrough, fifo, sjf, sjf-aging-X; an
+// admission mode may name its own capacity after @, as in fifo@360ms.
 func parseModes(s string) ([]mode, error) {
 	var out []mode
 	seen := map[string]bool{}
@@ -42,6 +45,14 @@ func parseModes(s string) ([]mode, error) {
 		}
 		seen[name] = true
 		m := mode{Name: name}
+		base, capacity, withCapacity := strings.Cut(name, "@")
+		if withCapacity {
+			d, err := time.ParseDuration(capacity)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("--modes: %s: the capacity after @ must be a positive duration, as in fifo@360ms", name)
+			}
+			m.Capacity, name = d, base
+		}
 		switch {
 		case name == "direct":
 		case name == "passthrough":
@@ -56,6 +67,9 @@ func parseModes(s string) ([]mode, error) {
 			m.Proxy, m.Admission, m.Discipline, m.Aging = true, true, "sjf", x
 		default:
 			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, fifo, sjf or sjf-aging-X", name)
+		}
+		if m.Capacity > 0 && !m.Admission {
+			return nil, fmt.Errorf("--modes: %s: only an admission mode (fifo, sjf, sjf-aging-X) has a capacity", m.Name)
 		}
 		out = append(out, m)
 	}
@@ -99,8 +113,12 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 		s.Weight, s.BackendCPUs)
 	fmt.Fprintf(&b, "admission:\n  enabled: %t\n", m.Admission)
 	if m.Admission {
+		capacity := s.Capacity
+		if m.Capacity > 0 {
+			capacity = m.Capacity
+		}
 		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  queue_timeout: %s\n  max_queue: 100000\n",
-			s.Capacity, m.Discipline, m.Aging, s.QueueTimeout)
+			capacity, m.Discipline, m.Aging, s.QueueTimeout)
 	}
 	return b.String()
 }

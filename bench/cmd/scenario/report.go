@@ -405,7 +405,11 @@ func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 	if peak.Result == nil {
 		return
 	}
-	fmt.Fprintf(w, "## Summary\n\nDirect throughput peaks at %d clients (%.1f interactions/s).\n\n", peak.Clients, peak.Result.Total.Throughput)
+	fmt.Fprintf(w, "## Summary\n\nDirect throughput peaks at %d clients (%.1f interactions/s).", peak.Clients, peak.Result.Total.Throughput)
+	if find(runs, "direct", "closed", 2*peak.Clients) == nil {
+		fmt.Fprintf(w, " Twice that, %d clients, was not measured.", 2*peak.Clients)
+	}
+	fmt.Fprintf(w, "\n\n")
 	fmt.Fprintf(w, "| clients | mode | throughput / direct peak | its runs | short mean: fifo / mode | short mean: direct / mode | heavy mean: mode / fifo |\n|---:|---|---:|---:|---:|---:|---:|\n")
 	ratio := func(a, b float64) string {
 		if a <= 0 || b <= 0 {

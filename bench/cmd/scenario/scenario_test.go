@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseModes(t *testing.T) {
-	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5")
+	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5,fifo@360ms")
 	require.NoError(t, err)
 	require.Equal(t, []mode{
 		{Name: "direct"},
@@ -19,6 +19,7 @@ func TestParseModes(t *testing.T) {
 		{Name: "fifo", Proxy: true, Admission: true, Discipline: "fifo"},
 		{Name: "sjf", Proxy: true, Admission: true, Discipline: "sjf"},
 		{Name: "sjf-aging-2.5", Proxy: true, Admission: true, Discipline: "sjf", Aging: 2.5},
+		{Name: "fifo@360ms", Proxy: true, Admission: true, Discipline: "fifo", Capacity: 360 * time.Millisecond},
 	}, ms)
 
 	for in, msg := range map[string]string{
@@ -27,6 +28,8 @@ func TestParseModes(t *testing.T) {
 		"sjf-aging-x": "positive number",
 		"fifo,fifo":   "listed twice",
 		" , ":         "no mode",
+		"fifo@soon":   "positive duration",
+		"direct@1s":   "only an admission mode",
 	} {
 		_, err := parseModes(in)
 		require.ErrorContains(t, err, msg, in)
@@ -36,6 +39,8 @@ func TestParseModes(t *testing.T) {
 func TestParseFlagsNeedsCapacityForAdmission(t *testing.T) {
 	_, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,sjf"})
 	require.ErrorContains(t, err, "--capacity is required")
+	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,sjf@90ms"})
+	require.NoError(t, err)
 	o, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,passthrough", "--clients", "40,10,10"})
 	require.NoError(t, err)
 	require.Equal(t, []int{10, 40}, o.clients)
@@ -64,6 +69,8 @@ func TestConfigYAMLIsWhatTheModeSays(t *testing.T) {
 	require.Equal(t, "40ms", got.Admission.Capacity)
 	require.Equal(t, "sjf", got.Admission.Discipline)
 	require.Equal(t, 5.0, got.Admission.Aging)
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "f", Proxy: true, Admission: true, Discipline: "fifo", Capacity: time.Second}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
+	require.Equal(t, "1s", got.Admission.Capacity)
 
 	got.Admission.Enabled = true
 	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "p", Proxy: true}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
