@@ -34,8 +34,8 @@ bench-micro: ## Go micro-benchmarks of the hot paths (relay, classifier, estimat
 bench-quick: build ## The bookstore scenario, short sweep (under 5 minutes); writes bench/results/bookstore-quick/
 	bench/bookstore.sh --quick
 
-bench: build ## The bookstore scenario, full sweep, and sysbench through the proxy against the database directly; writes bench/results/
-	bench/bookstore.sh
+bench: build ## The bookstore scenario, full sweep (medians of 3 rounds, about 70 minutes), and sysbench through the proxy against the database directly; writes bench/results/
+	bench/bookstore.sh --capacity 180ms --clients 100,200,400,800 --duration 30s --warmup 10s --repeat 3
 	bench/sysbench-overhead.sh
 
 sim: ## The admission simulator: the real controller in front of a model database; writes bench/results/sim/
