@@ -214,18 +214,26 @@ func run(ctx context.Context, o options) error {
 		turn++
 		return order
 	}
+	// one measures mode m in round round of a cell and keeps the run.
+	one := func(m mode, cfg bookstore.Config, loop string, round int, cell string) error {
+		cfg.Seed = o.seed + int64(round-1)
+		r, err := measure(ctx, o, settings, m, cfg)
+		if err != nil {
+			return err
+		}
+		r.Loop, r.Round = loop, round
+		runs = append(runs, r)
+		fmt.Fprintf(os.Stderr, "%-14s %s, run %d: %s\n", m.Name, cell, round, r.summary())
+		return nil
+	}
 	for _, n := range o.clients {
 		for round := 1; round <= o.repeat; round++ {
 			for _, m := range orderOf() {
 				cfg := o.workload()
-				cfg.Clients, cfg.Seed = n, o.seed+int64(round-1)
-				r, err := measure(ctx, o, settings, m, cfg)
-				if err != nil {
+				cfg.Clients = n
+				if err := one(m, cfg, "closed", round, fmt.Sprintf("closed %4d clients", n)); err != nil {
 					return err
 				}
-				r.Loop, r.Round = "closed", round
-				runs = append(runs, r)
-				fmt.Fprintf(os.Stderr, "%-14s closed %4d clients, run %d: %s\n", m.Name, n, round, r.summary())
 			}
 		}
 	}
@@ -240,14 +248,10 @@ func run(ctx context.Context, o options) error {
 					continue
 				}
 				cfg := o.workload()
-				cfg.Rate, cfg.Clients, cfg.Seed = rate, o.openMax, o.seed+int64(round-1)
-				r, err := measure(ctx, o, settings, m, cfg)
-				if err != nil {
+				cfg.Rate, cfg.Clients = rate, o.openMax
+				if err := one(m, cfg, "open", round, fmt.Sprintf("open %6.1f/s", rate)); err != nil {
 					return err
 				}
-				r.Loop, r.Round = "open", round
-				runs = append(runs, r)
-				fmt.Fprintf(os.Stderr, "%-14s open %6.1f/s, run %d: %s\n", m.Name, rate, round, r.summary())
 			}
 		}
 	}
