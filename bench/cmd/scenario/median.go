@@ -53,31 +53,27 @@ func medians(runs []runResult) []runResult {
 }
 
 func medianClass(g []runResult, class func(runResult) bookstore.ClassResult) bookstore.ClassResult {
-	of := func(f func(bookstore.ClassResult) int) int {
-		return median(g, func(r runResult) int { return f(class(r)) })
-	}
-	rate := func(f func(bookstore.ClassResult) float64) float64 {
-		return median(g, func(r runResult) float64 { return f(class(r)) })
-	}
-	dur := func(f func(bookstore.ClassResult) time.Duration) time.Duration {
-		return median(g, func(r runResult) time.Duration { return f(class(r)) })
-	}
 	return bookstore.ClassResult{
 		Name:       class(g[0]).Name,
-		Completed:  of(func(c bookstore.ClassResult) int { return c.Completed }),
-		Failed:     of(func(c bookstore.ClassResult) int { return c.Failed }),
-		Refused:    of(func(c bookstore.ClassResult) int { return c.Refused }),
-		Overflow:   of(func(c bookstore.ClassResult) int { return c.Overflow }),
-		TimedOut:   of(func(c bookstore.ClassResult) int { return c.TimedOut }),
-		Good:       of(func(c bookstore.ClassResult) int { return c.Good }),
-		Throughput: rate(func(c bookstore.ClassResult) float64 { return c.Throughput }),
-		Goodput:    rate(func(c bookstore.ClassResult) float64 { return c.Goodput }),
-		Mean:       dur(func(c bookstore.ClassResult) time.Duration { return c.Mean }),
-		P50:        dur(func(c bookstore.ClassResult) time.Duration { return c.P50 }),
-		P95:        dur(func(c bookstore.ClassResult) time.Duration { return c.P95 }),
-		P99:        dur(func(c bookstore.ClassResult) time.Duration { return c.P99 }),
-		Max:        dur(func(c bookstore.ClassResult) time.Duration { return c.Max }),
+		Completed:  medianOf(g, class, func(c bookstore.ClassResult) int { return c.Completed }),
+		Failed:     medianOf(g, class, func(c bookstore.ClassResult) int { return c.Failed }),
+		Refused:    medianOf(g, class, func(c bookstore.ClassResult) int { return c.Refused }),
+		Overflow:   medianOf(g, class, func(c bookstore.ClassResult) int { return c.Overflow }),
+		TimedOut:   medianOf(g, class, func(c bookstore.ClassResult) int { return c.TimedOut }),
+		Good:       medianOf(g, class, func(c bookstore.ClassResult) int { return c.Good }),
+		Throughput: medianOf(g, class, func(c bookstore.ClassResult) float64 { return c.Throughput }),
+		Goodput:    medianOf(g, class, func(c bookstore.ClassResult) float64 { return c.Goodput }),
+		Mean:       medianOf(g, class, func(c bookstore.ClassResult) time.Duration { return c.Mean }),
+		P50:        medianOf(g, class, func(c bookstore.ClassResult) time.Duration { return c.P50 }),
+		P95:        medianOf(g, class, func(c bookstore.ClassResult) time.Duration { return c.P95 }),
+		P99:        medianOf(g, class, func(c bookstore.ClassResult) time.Duration { return c.P99 }),
+		Max:        medianOf(g, class, func(c bookstore.ClassResult) time.Duration { return c.Max }),
 	}
+}
+
+// medianOf is the median of one figure f of the class that class picks from each run.
+func medianOf[T int | float64 | time.Duration](g []runResult, class func(runResult) bookstore.ClassResult, f func(bookstore.ClassResult) T) T {
+	return median(g, func(r runResult) T { return f(class(r)) })
 }
 
 // median is the median of f over the runs; of an even count, the mean of the middle two.

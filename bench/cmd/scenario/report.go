@@ -417,6 +417,7 @@ func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 		}
 		return fmt.Sprintf("%.2f", a/b)
 	}
+	peakTP := peak.Result.Total.Throughput
 	for _, n := range []int{peak.Clients, 2 * peak.Clients} {
 		fifo, direct := find(runs, "fifo", "closed", n), find(runs, "direct", "closed", n)
 		for _, m := range o.modes {
@@ -431,7 +432,6 @@ func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 			if direct != nil {
 				ds = shortMean(direct.Result)
 			}
-			peakTP := peak.Result.Total.Throughput
 			lo, hi, k := spread(all, r.cell(), func(x runResult) float64 { return x.Result.Total.Throughput / peakTP })
 			runsOf := fmt.Sprintf("%.2f", lo)
 			if k > 1 {
