@@ -49,6 +49,8 @@ type options struct {
 	command                           string
 	replot                            bool
 	repeat                            int
+	// dbPID is the database server's process, when it runs on this machine (0: not).
+	dbPID int
 }
 
 func main() {
@@ -198,6 +200,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	if o.dbPID, err = primaryPID(ctx, o); err != nil {
+		return err
+	}
 	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Capacity: o.capacity,
 		QueueTimeout: o.queueTimeout, Weight: o.weight, BackendCPUs: o.backendCPUs, Dir: dir}
 
@@ -343,7 +348,16 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 		}
 	}
 	cfg.Warmup = 0
-	if r.Result, err = bookstore.Run(ctx, cfg); err != nil {
+	meter := cpuMeter{dbPID: o.dbPID}
+	if p != nil {
+		meter.proxyPID = p.cmd.Process.Pid
+	}
+	stop := make(chan struct{})
+	cpu := meterPeriod(meter, cfg.Duration, stop)
+	r.Result, err = bookstore.Run(ctx, cfg)
+	close(stop)
+	r.CPU = <-cpu
+	if err != nil {
 		return r, fmt.Errorf("%s: %w", m.Name, err)
 	}
 	if p != nil {

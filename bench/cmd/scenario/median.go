@@ -47,6 +47,12 @@ func medians(runs []runResult) []runResult {
 		for name := range g[0].ExecMS {
 			m.ExecMS[name] = median(g, func(r runResult) float64 { return r.ExecMS[name] })
 		}
+		m.CPU = cpuUse{
+			DB:        median(g, func(r runResult) float64 { return r.CPU.DB }),
+			Proxy:     median(g, func(r runResult) float64 { return r.CPU.Proxy }),
+			Generator: median(g, func(r runResult) float64 { return r.CPU.Generator }),
+			Idle:      median(g, func(r runResult) float64 { return r.CPU.Idle }),
+		}
 		out = append(out, m)
 	}
 	return out

@@ -31,6 +31,8 @@ type runResult struct {
 	// ExecMS is the cost the proxy charged per interaction of each class (the backend busy
 	// time, or under backend_cpus the processor share); -1 when unknown (direct).
 	ExecMS map[string]float64
+	// CPU is where the machine's processor time went in the measured period.
+	CPU cpuUse
 }
 
 // splitNames names the two parts of a response the proxy tells apart: what it charged, and
@@ -160,7 +162,8 @@ func writeCSV(path string, runs []runResult) error {
 	defer f.Close()
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"mode", "loop", "clients", "rate", "class", "completed", "failed", "refused", "timed_out", "good",
-		"throughput", "goodput", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "exec_ms", "round"})
+		"throughput", "goodput", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "exec_ms", "round",
+		"db_cpu", "proxy_cpu", "generator_cpu", "idle_cpu"})
 	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, r := range runs {
 		rows := append(slices.Clone(r.Result.Classes), r.Result.Total)
@@ -171,7 +174,8 @@ func writeCSV(path string, runs []runResult) error {
 			}
 			_ = w.Write([]string{r.Mode, r.Loop, strconv.Itoa(r.Clients), f2(r.Rate), c.Name,
 				strconv.Itoa(c.Completed), strconv.Itoa(c.Failed), strconv.Itoa(c.Refused), strconv.Itoa(c.TimedOut), strconv.Itoa(c.Good),
-				f2(c.Throughput), f2(c.Goodput), f2(ms(c.Mean)), f2(ms(c.P50)), f2(ms(c.P95)), f2(ms(c.P99)), f2(ms(c.Max)), f2(exec), strconv.Itoa(r.Round)})
+				f2(c.Throughput), f2(c.Goodput), f2(ms(c.Mean)), f2(ms(c.P50)), f2(ms(c.P95)), f2(ms(c.P99)), f2(ms(c.Max)), f2(exec), strconv.Itoa(r.Round),
+				f2(r.CPU.DB), f2(r.CPU.Proxy), f2(r.CPU.Generator), f2(r.CPU.Idle)})
 		}
 	}
 	w.Flush()
@@ -340,6 +344,7 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeCPU(w, runs)
 	fmt.Fprintf(w, "## Every class\n\nMean response time in ms of the completed interactions, and after it, when any, the count that\ndid not complete (failed + refused + timed out).\n\n")
 	for _, sel := range classTables(o, runs) {
 		fmt.Fprintf(w, "### %s\n\n| class |", sel.title)
@@ -361,6 +366,33 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// writeCPU tells where the machine's processors went in each cell's measured period, when
+// the runs could read it.
+func writeCPU(w io.Writer, runs []runResult) {
+	if !slices.ContainsFunc(runs, func(r runResult) bool { return r.CPU.Idle >= 0 }) {
+		return
+	}
+	fmt.Fprintf(w, "## Where the processors went\n\nShares of all the machine's processor time in the measured period (`/proc`): the database server\n")
+	fmt.Fprintf(w, "(MariaDB, found by its pid file), the proxy, the load generator, and idle; the rest is the\n")
+	fmt.Fprintf(w, "kernel's own threads and other processes. While the database server is the bottleneck and idle is\n")
+	fmt.Fprintf(w, "near zero, what the proxy and the generator take comes out of the database's share.\n\n")
+	fmt.Fprintf(w, "| mode | loop | clients or rate | database | proxy | generator | idle |\n|---|---|---:|---:|---:|---:|---:|\n")
+	pct := func(v float64) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100*v)
+	}
+	for _, r := range runs {
+		load := strconv.Itoa(r.Clients)
+		if r.Loop == "open" {
+			load = fmt.Sprintf("%.1f/s", r.Rate)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Mode, r.Loop, load, pct(r.CPU.DB), pct(r.CPU.Proxy), pct(r.CPU.Generator), pct(r.CPU.Idle))
+	}
+	fmt.Fprintln(w)
 }
 
 type classTable struct {
@@ -476,8 +508,9 @@ func readCSV(path string) ([]runResult, []mode, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	// Files written before repeats had no round column: each cell ran once.
-	if len(rows) < 2 || (len(rows[0]) != 18 && len(rows[0]) != 19) || rows[0][0] != "mode" {
+	// Files written before repeats had no round column (each cell ran once), and before
+	// the processor accounting no CPU columns.
+	if len(rows) < 2 || !slices.Contains([]int{18, 19, 23}, len(rows[0])) || rows[0][0] != "mode" {
 		return nil, nil, fmt.Errorf("%s: not a results.csv of this program (its header starts mode,loop,clients)", path)
 	}
 	var runs []runResult
@@ -491,14 +524,17 @@ func readCSV(path string) ([]runResult, []mode, error) {
 			return v
 		}
 		dur := func(j int) time.Duration { return time.Duration(num(j) * float64(time.Millisecond)) }
-		clients, rate, round := int(num(2)), num(3), 1
+		clients, rate, round, cpu := int(num(2)), num(3), 1, unknownCPU
 		if len(row) > 18 {
 			round = int(num(18))
+		}
+		if len(row) > 19 {
+			cpu = cpuUse{DB: num(19), Proxy: num(20), Generator: num(21), Idle: num(22)}
 		}
 		n := len(runs) - 1
 		if n < 0 || runs[n].cell() != (cell{row[0], row[1], clients, rate}) || runs[n].Round != round {
 			runs = append(runs, runResult{Mode: row[0], Loop: row[1], Clients: clients, Rate: rate, Round: round,
-				Result: &bookstore.Result{}, ExecMS: map[string]float64{}})
+				Result: &bookstore.Result{}, ExecMS: map[string]float64{}, CPU: cpu})
 			n++
 			if !slices.Contains(names, row[0]) {
 				names = append(names, row[0])

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -101,13 +102,14 @@ func TestReadCSVGivesBackWhatWriteCSVWrote(t *testing.T) {
 	runs := []runResult{{Mode: "direct", Loop: "closed", Clients: 10, Round: 1, Result: &bookstore.Result{
 		Classes: []bookstore.ClassResult{{Name: "home", Completed: 5, Refused: 1, Mean: 2 * time.Millisecond}},
 		Total:   bookstore.ClassResult{Name: "total", Completed: 5, Refused: 1, Throughput: 1.5, Mean: 2 * time.Millisecond},
-	}, ExecMS: map[string]float64{"home": -1}}, {Mode: "direct", Loop: "closed", Clients: 10, Round: 2, Result: &bookstore.Result{
-		Classes: []bookstore.ClassResult{{Name: "home", Completed: 6}},
-		Total:   bookstore.ClassResult{Name: "total", Completed: 6},
-	}, ExecMS: map[string]float64{"home": -1}}, {Mode: "sjf-aging-5", Loop: "open", Clients: 100, Rate: 40, Round: 1, Result: &bookstore.Result{
-		Classes: []bookstore.ClassResult{{Name: "home", Completed: 7, P95: 3 * time.Millisecond}},
-		Total:   bookstore.ClassResult{Name: "total", Completed: 7},
-	}, ExecMS: map[string]float64{"home": 1.25}}}
+	}, ExecMS: map[string]float64{"home": -1}, CPU: cpuUse{DB: 0.875, Proxy: -1, Generator: 0.025, Idle: 0.001}},
+		{Mode: "direct", Loop: "closed", Clients: 10, Round: 2, Result: &bookstore.Result{
+			Classes: []bookstore.ClassResult{{Name: "home", Completed: 6}},
+			Total:   bookstore.ClassResult{Name: "total", Completed: 6},
+		}, ExecMS: map[string]float64{"home": -1}, CPU: unknownCPU}, {Mode: "sjf-aging-5", Loop: "open", Clients: 100, Rate: 40, Round: 1, Result: &bookstore.Result{
+			Classes: []bookstore.ClassResult{{Name: "home", Completed: 7, P95: 3 * time.Millisecond}},
+			Total:   bookstore.ClassResult{Name: "total", Completed: 7},
+		}, ExecMS: map[string]float64{"home": 1.25}, CPU: cpuUse{DB: 0.5, Proxy: 0.125, Generator: 0.25, Idle: 0.125}}}
 	path := t.TempDir() + "/results.csv"
 	require.NoError(t, writeCSV(path, runs))
 	got, modes, err := readCSV(path)
@@ -149,6 +151,31 @@ func TestMediansTakeEachFigureOfARepeatedCell(t *testing.T) {
 	lo, hi, n := spread(runs, fifo.cell(), func(r runResult) float64 { return r.Result.Total.Throughput })
 	require.Equal(t, [3]float64{1, 9, 3}, [3]float64{lo, hi, float64(n)})
 	require.Equal(t, 3, rounds(runs))
+}
+
+func TestProcessorAccountingReadsProc(t *testing.T) {
+	all, idle, ok := parseCPULine("cpu  100 5 20 300 7 0 3 0 0 0\ncpu0 50 2 10 150 3 0 1 0 0 0\n")
+	require.True(t, ok)
+	require.Equal(t, [2]int64{435, 307}, [2]int64{all, idle})
+	_, _, ok = parseCPULine("intr 1 2 3")
+	require.False(t, ok)
+
+	// A command name may hold spaces and parentheses.
+	ticks, ok := parseProcStat("4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1234 567 0 0 20 0 9 0 100 0 0")
+	require.True(t, ok)
+	require.Equal(t, int64(1234+567), ticks)
+	_, ok = parseProcStat("4242 (short) S 1")
+	require.False(t, ok)
+
+	a := cpuSample{all: 1000, idle: 100, db: 500, generator: 10, machOK: true, dbOK: true}
+	b := cpuSample{all: 3000, idle: 120, db: 2100, generator: 50, machOK: true, dbOK: true}
+	require.Equal(t, cpuUse{DB: 0.8, Proxy: -1, Generator: 0.02, Idle: 0.01}, use(a, b))
+	require.Equal(t, unknownCPU, use(cpuSample{}, b), "no machine totals: nothing known")
+
+	// This process is always there to read.
+	self, ok := processTicks(os.Getpid())
+	require.True(t, ok)
+	require.GreaterOrEqual(t, self, int64(0))
 }
 
 func TestParseFlagsRefusesNoRuns(t *testing.T) {
