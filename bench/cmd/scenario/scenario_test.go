@@ -133,6 +133,7 @@ func TestMediansTakeEachFigureOfARepeatedCell(t *testing.T) {
 		run("fifo", 2, 10, 1.0, 5*time.Millisecond, 3.0),
 		run("fifo", 3, 20, 9.0, 7*time.Millisecond, 2.0),
 	}
+	runs[0].CPU.DB, runs[2].CPU.DB, runs[3].CPU.DB = 0.8, 0.9, 0.85
 	got := medians(runs)
 	require.Len(t, got, 2)
 	require.Equal(t, runs[1], got[1], "a single run stays as it is")
@@ -144,6 +145,7 @@ func TestMediansTakeEachFigureOfARepeatedCell(t *testing.T) {
 	require.Equal(t, 3.0, fifo.Result.Total.Throughput)
 	require.Equal(t, 7*time.Millisecond, fifo.Result.Classes[0].Mean)
 	require.Equal(t, 2.0, fifo.ExecMS["home"])
+	require.Equal(t, 0.85, fifo.CPU.DB)
 
 	// Of an even count, the mean of the middle two.
 	require.Equal(t, 2.0, median([]runResult{runs[0], runs[2]}, func(r runResult) float64 { return r.Result.Total.Throughput }))
