@@ -128,16 +128,6 @@ func parseProcStat(stat string) (int64, bool) {
 	return u + s, true
 }
 
-// primaryPID is the process id of o's primary when it runs on this machine, else 0.
-func primaryPID(ctx context.Context, o options) (int, error) {
-	db, err := sql.Open("mysql", o.dsn(o.primary))
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	return serverPID(ctx, db)
-}
-
 // serverPID finds the process id of the database server behind db from its pid file, when
 // the server runs on this machine and the file is readable; 0 otherwise.
 func serverPID(ctx context.Context, db *sql.DB) (int, error) {

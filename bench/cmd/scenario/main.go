@@ -200,9 +200,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if o.dbPID, err = primaryPID(ctx, o); err != nil {
-		return err
-	}
+	o.dbPID = env.DBPID
 	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Capacity: o.capacity,
 		QueueTimeout: o.queueTimeout, Weight: o.weight, BackendCPUs: o.backendCPUs, Dir: dir}
 

@@ -109,6 +109,8 @@ type environment struct {
 	Date, Commit, CPU, DB, Go, Kernel string
 	CPUs                              int
 	Elapsed                           time.Duration
+	// DBPID is the database server's process when it runs on this machine (0: not).
+	DBPID int
 }
 
 func machine(ctx context.Context, o options) (environment, error) {
@@ -135,7 +137,8 @@ func machine(ctx context.Context, o options) (environment, error) {
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&e.DB); err != nil {
 		return e, fmt.Errorf("cannot reach the bookstore database at %s: %w", o.primary, err)
 	}
-	return e, nil
+	e.DBPID, err = serverPID(ctx, db)
+	return e, err
 }
 
 func writeResults(o options, env environment, runs []runResult) error {
