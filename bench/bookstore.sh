@@ -3,18 +3,20 @@
 # gatekeeper in passthrough and in each admission mode, closed loop over a sweep of client
 # counts and open loop at 0.9 of the peak; writes CSV, a markdown report and PNG plots.
 #
-#   bench/bookstore.sh [--quick] [--capacity D] [any flag of bench/cmd/scenario]
+#   bench/bookstore.sh [--quick] [--capacity D] [--db-cpus L --client-cpus L] [any flag of bench/cmd/scenario]
 #
 # Without --capacity, gatekeeper calibrate finds it first with the same workload, under fifo
 # (--quick takes 180ms, the capacity of the full sweep). --quick is
 # the short sweep of make bench-quick (under 5 minutes), written to
 # bench/results/bookstore-quick. Uses the backends of GK_PRIMARY when set, else starts its
 # own (replication stopped, so that the replicas do not replay the writes on the same
-# cores) and stops them at the end.
+# cores) and stops them at the end. --db-cpus runs the primary on the processors of a taskset
+# list and --client-cpus the load generator and the proxies on others, so that they do not
+# take processor time from the database (the primary must run on this machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-QUICK=no CAPACITY= OUT=
+QUICK=no CAPACITY= OUT= DB_CPUS= CLIENT_CPUS=
 ARGS=()
 ALL="$*"
 while [ $# -gt 0 ]; do
@@ -22,6 +24,8 @@ while [ $# -gt 0 ]; do
 	--quick) QUICK=yes; shift ;;
 	--capacity) CAPACITY=$2; shift 2 ;;
 	--capacity=*) CAPACITY=${1#*=}; shift ;;
+	--db-cpus) DB_CPUS=$2; shift 2 ;;
+	--client-cpus) CLIENT_CPUS=$2; shift 2 ;;
 	--out) OUT=$2; ARGS+=("$1" "$2"); shift 2 ;;
 	*) ARGS+=("$1"); shift ;;
 	esac
@@ -33,6 +37,18 @@ if [ -n "${OWN_BACKENDS:-}" ]; then
 	for r in "$GK_REPLICA1" "$GK_REPLICA2"; do
 		mariadb --no-defaults -h"${r%:*}" -P"${r##*:}" -u"$GK_USER" -p"$GK_PASSWORD" -e 'STOP ALL SLAVES'
 	done
+fi
+
+if [ -n "$DB_CPUS$CLIENT_CPUS" ] && { [ -z "$DB_CPUS" ] || [ -z "$CLIENT_CPUS" ]; }; then
+	echo "bench/bookstore.sh: give --db-cpus and --client-cpus together, as in --db-cpus 0 --client-cpus 1" >&2
+	exit 2
+fi
+CPUS=$(nproc --all)
+PIN=()
+if [ -n "$DB_CPUS" ]; then
+	pin_primary "$DB_CPUS"
+	CPUS=$(count_cpus "$DB_CPUS")
+	PIN=(taskset -c "$CLIENT_CPUS")
 fi
 
 make -s build
@@ -60,13 +76,13 @@ if [ -z "$CAPACITY" ]; then
 	# every admission mode then runs with that capacity.
 	# The proxies charge each statement its share of this machine's processors, where the
 	# database runs (estimator.backend_cpus), and so does calibrate.
-	printf 'classify:\n  type_key: tag\nestimator:\n  backend_cpus: %d\nadmission:\n  discipline: fifo\n' "$(nproc)" > "$WORK/calibrate.yaml"
-	bin/gatekeeper calibrate --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/$DB" --workload bookstore \
+	printf 'classify:\n  type_key: tag\nestimator:\n  backend_cpus: %d\nadmission:\n  discipline: fifo\n' "$CPUS" > "$WORK/calibrate.yaml"
+	"${PIN[@]}" bin/gatekeeper calibrate --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/$DB" --workload bookstore \
 		--config "$WORK/calibrate.yaml" --clients 200 --step-duration $steps --warmup 10s --max-factor $factor |
 		tee "$OUT/calibrate.txt" >&2
 	CAPACITY=$(awk '/^  capacity: /{print $2}' "$OUT/calibrate.txt" | tail -1)
 else
 	rm -f "$OUT/calibrate.txt"
 fi
-"$WORK/scenario" --gatekeeper bin/gatekeeper --database "$DB" --load=false --capacity "$CAPACITY" \
+"${PIN[@]}" "$WORK/scenario" --gatekeeper bin/gatekeeper --database "$DB" --load=false --capacity "$CAPACITY" \
 	--command "bench/bookstore.sh $ALL" "${QUICK_ARGS[@]}" "${ARGS[@]}"

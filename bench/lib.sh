@@ -19,6 +19,9 @@ bench_setup() {
 }
 
 bench_cleanup() {
+	if [ -n "${PINNED_PID:-}" ] && [ -z "${OWN_BACKENDS:-}" ]; then
+		taskset -a -p -c "$PINNED_FROM" "$PINNED_PID" >/dev/null 2>&1 || true
+	fi
 	for pid in "${PIDS[@]}"; do
 		kill -TERM "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
@@ -33,4 +36,25 @@ bench_cleanup() {
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
 		echo $((20000 + RANDOM % 20000))
+}
+
+# pin_primary CPUS runs the primary's server process, every thread of it, on the processors
+# CPUS (a taskset list such as 0 or 0-1), and gives it back its own at exit. The server
+# must run on this machine.
+pin_primary() {
+	local pidfile
+	pidfile=$(mariadb --no-defaults -h"${GK_PRIMARY%:*}" -P"$PRIMARY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -N -e 'SELECT @@pid_file')
+	if ! PINNED_PID=$(cat "$pidfile" 2>/dev/null) || [ ! -d "/proc/$PINNED_PID" ]; then
+		echo "bench: --db-cpus: the primary's process is not on this machine (pid file $pidfile); drop --db-cpus" >&2
+		PINNED_PID=
+		return 1
+	fi
+	PINNED_FROM=$(awk '/^Cpus_allowed_list:/{print $2}' "/proc/$PINNED_PID/status")
+	taskset -a -p -c "$1" "$PINNED_PID" >/dev/null
+	echo "bench: the primary (pid $PINNED_PID) runs on CPUs $1" >&2
+}
+
+# count_cpus prints the number of processors in a taskset list such as 0-3,6.
+count_cpus() {
+	echo "$1" | tr ',' '\n' | awk -F- '{n += ($2 == "" ? 1 : $2 - $1 + 1)} END {print n}'
 }

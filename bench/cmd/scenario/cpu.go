@@ -128,6 +128,47 @@ func parseProcStat(stat string) (int64, bool) {
 	return u + s, true
 }
 
+// cpusAllowed is the list of processors process pid may run on, from /proc/PID/status
+// ("0-1"); empty when it cannot be read.
+func cpusAllowed(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return ""
+	}
+	return parseCPUsAllowed(string(b))
+}
+
+// parseCPUsAllowed reads the Cpus_allowed_list line of a /proc/PID/status.
+func parseCPUsAllowed(status string) string {
+	for line := range strings.SplitSeq(status, "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// countCPUs is the number of processors in a Linux CPU list such as "0-3,6"; 0 when the
+// list is empty or malformed.
+func countCPUs(list string) int {
+	n := 0
+	for part := range strings.SplitSeq(list, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return 0
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0
+			}
+		}
+		n += b - a + 1
+	}
+	return n
+}
+
 // serverPID finds the process id of the database server behind db from its pid file, when
 // the server runs on this machine and the file is readable; 0 otherwise.
 func serverPID(ctx context.Context, db *sql.DB) (int, error) {

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,7 +100,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.capacity, "capacity", 0, "admission.capacity of the admission modes (gatekeeper calibrate finds it)")
 	fs.DurationVar(&o.queueTimeout, "queue-timeout", 30*time.Second, "admission.queue_timeout")
 	fs.Float64Var(&o.weight, "estimator-weight", 0.1, "estimator.weight of the proxy")
-	fs.IntVar(&o.backendCPUs, "backend-cpus", runtime.NumCPU(), "estimator.backend_cpus of the proxy (the database runs on this machine); 0 charges busy time")
+	fs.IntVar(&o.backendCPUs, "backend-cpus", -1, "estimator.backend_cpus of the proxy; 0 charges busy time (default: the processors the database may run on, when it runs on this machine, else this machine's)")
 	fs.Float64Var(&o.openFactor, "open", 0.9, "open loop: Poisson arrivals at this share of direct's highest closed-loop throughput; 0 skips it")
 	fs.Float64Var(&o.openRate, "open-rate", 0, "open loop: Poisson arrivals at this rate per second instead of --open's")
 	fs.IntVar(&o.openMax, "open-max", 1000, "open loop: most interactions outstanding at once")
@@ -201,6 +200,12 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	o.dbPID = env.DBPID
+	if o.backendCPUs < 0 {
+		o.backendCPUs = env.CPUs
+		if n := countCPUs(env.DBCPUs); n > 0 {
+			o.backendCPUs = n
+		}
+	}
 	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Capacity: o.capacity,
 		QueueTimeout: o.queueTimeout, Weight: o.weight, BackendCPUs: o.backendCPUs, Dir: dir}
 

@@ -38,7 +38,7 @@ type runResult struct {
 // splitNames names the two parts of a response the proxy tells apart: what it charged, and
 // the rest.
 func (o options) splitNames() (charged, rest string) {
-	if o.backendCPUs > 0 {
+	if o.backendCPUs != 0 { // -1: the default, the database's processors
 		return "cost", "rest"
 	}
 	return "execution", "wait"
@@ -111,6 +111,9 @@ type environment struct {
 	Elapsed                           time.Duration
 	// DBPID is the database server's process when it runs on this machine (0: not).
 	DBPID int
+	// DBCPUs and OwnCPUs are the processors the database server and this program (with
+	// the proxies it starts) may run on, as Linux lists them ("0-1"); empty when unknown.
+	DBCPUs, OwnCPUs string
 }
 
 func machine(ctx context.Context, o options) (environment, error) {
@@ -119,13 +122,9 @@ func machine(ctx context.Context, o options) (environment, error) {
 		e.Commit = strings.TrimSpace(string(out))
 	}
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if name, ok := strings.CutPrefix(line, "model name"); ok {
-				e.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
-				break
-			}
-		}
+		e.CPU, e.CPUs = parseCPUInfo(string(data), e.CPUs)
 	}
+	e.OwnCPUs = cpusAllowed(os.Getpid())
 	if out, err := exec.Command("uname", "-r").Output(); err == nil {
 		e.Kernel = strings.TrimSpace(string(out))
 	}
@@ -138,7 +137,42 @@ func machine(ctx context.Context, o options) (environment, error) {
 		return e, fmt.Errorf("cannot reach the bookstore database at %s: %w", o.primary, err)
 	}
 	e.DBPID, err = serverPID(ctx, db)
+	if e.DBPID > 0 {
+		e.DBCPUs = cpusAllowed(e.DBPID)
+	}
 	return e, err
+}
+
+// parseCPUInfo returns the model name of the first processor in /proc/cpuinfo and the
+// number of processors it lists (n when it lists none): the machine's, where
+// runtime.NumCPU counts only those this program may run on.
+func parseCPUInfo(cpuinfo string, n int) (model string, cpus int) {
+	for line := range strings.SplitSeq(cpuinfo, "\n") {
+		key, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(key) {
+		case "model name":
+			if model == "" {
+				model = strings.TrimSpace(value)
+			}
+		case "processor":
+			cpus++
+		}
+	}
+	if cpus == 0 {
+		cpus = n
+	}
+	return model, cpus
+}
+
+// placement says which processors the database and the clients with the proxy ran on.
+func (e environment) placement() string {
+	if e.DBCPUs == "" || e.OwnCPUs == "" || e.DBCPUs == e.OwnCPUs {
+		return "Database, clients and proxy share the machine."
+	}
+	return fmt.Sprintf("The database ran on CPUs %s; the load generator and the proxy on CPUs %s (taskset).", e.DBCPUs, e.OwnCPUs)
 }
 
 func writeResults(o options, env environment, runs []runResult) error {
@@ -294,7 +328,7 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	if _, err := os.Stat(filepath.Join(o.out, "calibrate.txt")); err == nil {
 		fmt.Fprintf(w, "The capacity is what `gatekeeper calibrate --workload bookstore` chose under fifo before the runs ([its curve](calibrate.txt)).\n\n")
 	}
-	fmt.Fprintf(w, "Machine: %d CPUs (%s); Linux %s; %s; %s. Database, clients and proxy share the machine.\n\n", env.CPUs, env.CPU, env.Kernel, env.DB, env.Go)
+	fmt.Fprintf(w, "Machine: %d CPUs (%s); Linux %s; %s; %s. %s\n\n", env.CPUs, env.CPU, env.Kernel, env.DB, env.Go, env.placement())
 
 	writeVerdict(w, o, runs, all)
 

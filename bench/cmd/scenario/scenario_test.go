@@ -184,3 +184,25 @@ func TestParseFlagsRefusesNoRuns(t *testing.T) {
 	_, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct", "--repeat", "0"})
 	require.ErrorContains(t, err, "--repeat")
 }
+
+func TestPlacementReadsWhereEachSideMayRun(t *testing.T) {
+	require.Equal(t, "0", parseCPUsAllowed("Name:\tmariadbd\nCpus_allowed:\t1\nCpus_allowed_list:\t0\nMems_allowed:\t1\n"))
+	require.Empty(t, parseCPUsAllowed("Name:\tx\n"))
+	require.NotEmpty(t, cpusAllowed(os.Getpid()), "this process is always there to read")
+
+	for list, n := range map[string]int{"0": 1, "0-1": 2, "0-3,6": 5, "1,3,5-6": 4, "": 0, "x": 0, "3-1": 0} {
+		require.Equal(t, n, countCPUs(list), list)
+	}
+
+	model, cpus := parseCPUInfo("processor\t: 0\nmodel name\t: AMD EPYC\n\nprocessor\t: 1\nmodel name\t: AMD EPYC\n", 9)
+	require.Equal(t, "AMD EPYC", model)
+	require.Equal(t, 2, cpus, "the machine's processors, not this program's share of them")
+	_, cpus = parseCPUInfo("", 9)
+	require.Equal(t, 9, cpus)
+
+	shared := environment{DBCPUs: "0-1", OwnCPUs: "0-1"}
+	require.Contains(t, shared.placement(), "share the machine")
+	require.Contains(t, environment{}.placement(), "share the machine", "unknown: the common case")
+	pinned := environment{DBCPUs: "0", OwnCPUs: "1"}
+	require.Contains(t, pinned.placement(), "database ran on CPUs 0; the load generator and the proxy on CPUs 1")
+}
