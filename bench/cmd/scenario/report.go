@@ -84,6 +84,16 @@ func (r runResult) summary() string {
 		t.Throughput, ms(t.Mean), ms(t.P95), shortMean(r.Result), heavyMean(r.Result), t.Failed, t.Refused, t.TimedOut)
 }
 
+// littleRatio is X(R+Z)/N of a closed-loop run: its throughput times the mean response of
+// its completed interactions plus the mean think time, over its clients; 0 when unknown.
+func littleRatio(r runResult, think time.Duration) float64 {
+	if r.Clients <= 0 {
+		return 0
+	}
+	t := r.Result.Total
+	return t.Throughput * (t.Mean + think).Seconds() / float64(r.Clients)
+}
+
 // peakOf is the closed-loop run of mode with the highest throughput.
 func peakOf(runs []runResult, mode string) runResult {
 	var best runResult
@@ -334,17 +344,21 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 
 	fmt.Fprintf(w, "## Closed loop\n\n![throughput](throughput.png) ![mean](mean.png) ![short](short.png)\n![p95](p95.png) ![%s](class-%s.png) ![%s](class-%s.png)\n", shortClass, shortClass, heavyClass, heavyClass)
 	fmt.Fprintf(w, "![%s split](split-%s.png) ![%s split](split-%s.png)\n\n", shortClass, shortClass, heavyClass, heavyClass)
-	fmt.Fprintf(w, "| mode | clients | interactions/s | goodput/s | mean ms | p95 ms | short mean ms | heavy mean ms | failed | refused | timed out |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| mode | clients | interactions/s | goodput/s | mean ms | p95 ms | short mean ms | heavy mean ms | failed | refused | timed out | X(R+Z)/N |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range o.clients {
 		for _, m := range o.modes {
 			if r := find(runs, m.Name, "closed", n); r != nil {
 				t := r.Result.Total
-				fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d |\n", m.Name, n, t.Throughput, t.Goodput,
-					ms(t.Mean), ms(t.P95), shortMean(r.Result), heavyMean(r.Result), t.Failed, t.Refused, t.TimedOut)
+				fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %.2f |\n", m.Name, n, t.Throughput, t.Goodput,
+					ms(t.Mean), ms(t.P95), shortMean(r.Result), heavyMean(r.Result), t.Failed, t.Refused, t.TimedOut, littleRatio(*r, o.think))
 			}
 		}
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "\nX(R+Z)/N checks Little's law: in a settled closed loop every client is either thinking (mean Z) or\n")
+	fmt.Fprintf(w, "waiting for an interaction, so throughput X times R+Z is the client count N. Above 1, the run had\n")
+	fmt.Fprintf(w, "not settled yet: fewer clients were held in long interactions than will be in the long run, so\n")
+	fmt.Fprintf(w, "more were free for short ones and the throughput reads high. Below 1, clients waited in\n")
+	fmt.Fprintf(w, "interactions that did not complete (refused or timed out), which the mean leaves out.\n\n")
 	for _, cls := range []string{shortClass, heavyClass} {
 		execName, waitName := o.splitNames()
 		fmt.Fprintf(w, "### %s: response, %s and %s (ms)\n\n", cls, execName, waitName)

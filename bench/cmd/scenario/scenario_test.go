@@ -206,3 +206,12 @@ func TestPlacementReadsWhereEachSideMayRun(t *testing.T) {
 	pinned := environment{DBCPUs: "0", OwnCPUs: "1"}
 	require.Contains(t, pinned.placement(), "database ran on CPUs 0; the load generator and the proxy on CPUs 1")
 }
+
+func TestLittleRatioIsOneForASettledClosedLoop(t *testing.T) {
+	// 100 clients, think 100 ms, response 400 ms: 200 interactions/s when settled.
+	r := runResult{Clients: 100, Result: &bookstore.Result{Total: bookstore.ClassResult{Throughput: 200, Mean: 400 * time.Millisecond}}}
+	require.InDelta(t, 1.0, littleRatio(r, 100*time.Millisecond), 1e-9)
+	r.Result.Total.Throughput = 240 // more completions than the clients can make in the long run
+	require.InDelta(t, 1.2, littleRatio(r, 100*time.Millisecond), 1e-9)
+	require.Zero(t, littleRatio(runResult{Result: r.Result}, time.Second), "open loop: no client count")
+}
