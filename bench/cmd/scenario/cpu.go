@@ -101,11 +101,16 @@ func parseCPULine(stat string) (all, idle int64, ok bool) {
 
 // processTicks returns the user plus system ticks of process pid, its threads included.
 func processTicks(pid int) (int64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := procFile(pid, "stat")
 	if err != nil {
 		return 0, false
 	}
 	return parseProcStat(string(b))
+}
+
+// procFile reads /proc/PID/name.
+func procFile(pid int, name string) ([]byte, error) {
+	return os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + name)
 }
 
 // parseProcStat reads utime plus stime from a /proc/PID/stat line. The command name, in
@@ -131,7 +136,7 @@ func parseProcStat(stat string) (int64, bool) {
 // cpusAllowed is the list of processors process pid may run on, from /proc/PID/status
 // ("0-1"); empty when it cannot be read.
 func cpusAllowed(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	b, err := procFile(pid, "status")
 	if err != nil {
 		return ""
 	}

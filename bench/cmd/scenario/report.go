@@ -357,8 +357,9 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	fmt.Fprintf(w, "\nX(R+Z)/N checks Little's law: in a settled closed loop every client is either thinking (mean Z) or\n")
 	fmt.Fprintf(w, "waiting for an interaction, so throughput X times R+Z is the client count N. Above 1, the run had\n")
 	fmt.Fprintf(w, "not settled yet: fewer clients were held in long interactions than will be in the long run, so\n")
-	fmt.Fprintf(w, "more were free for short ones and the throughput reads high. Below 1, clients waited in\n")
-	fmt.Fprintf(w, "interactions that did not complete (refused or timed out), which the mean leaves out.\n\n")
+	fmt.Fprintf(w, "more were free for short ones and the throughput reads high. Below 1, clients spent time that\n")
+	fmt.Fprintf(w, "neither the mean nor the think time holds, such as interactions that did not complete (refused or\n")
+	fmt.Fprintf(w, "timed out).\n\n")
 	for _, cls := range []string{shortClass, heavyClass} {
 		execName, waitName := o.splitNames()
 		fmt.Fprintf(w, "### %s: response, %s and %s (ms)\n\n", cls, execName, waitName)
