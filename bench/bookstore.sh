@@ -21,6 +21,10 @@ ARGS=()
 ALL="$*"
 while [ $# -gt 0 ]; do
 	case $1 in
+	-h | --help)
+		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		echo "Flags of bench/cmd/scenario: go run ./bench/cmd/scenario --help"
+		exit 0 ;;
 	--quick) QUICK=yes; shift ;;
 	--capacity) CAPACITY=$2; shift 2 ;;
 	--capacity=*) CAPACITY=${1#*=}; shift ;;

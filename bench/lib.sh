@@ -11,6 +11,9 @@ bench_setup() {
 	WORK=$(mktemp -d)
 	PIDS=()
 	trap bench_cleanup EXIT
+	# Stopped by a signal, exit through the EXIT trap too, so that nothing is left running.
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
 	if [ -z "${GK_PRIMARY:-}" ]; then
 		OWN_BACKENDS=1
 		eval "$(GK_BACKENDS_DIR=$WORK/backends GK_BACKENDS_PORT=$BACKENDS_PORT scripts/test-backends.sh up)"
