@@ -80,9 +80,16 @@ func lost(c bookstore.ClassResult) int { return c.Failed + c.Refused + c.TimedOu
 
 func (r runResult) summary() string {
 	t := r.Result.Total
-	return fmt.Sprintf("%7.1f/s  mean %8.1f ms  p95 %8.1f ms  short %8.1f ms  heavy %8.1f ms  failed %d refused %d timed out %d",
+	s := fmt.Sprintf("%7.1f/s  mean %8.1f ms  p95 %8.1f ms  short %8.1f ms  heavy %8.1f ms  failed %d refused %d timed out %d",
 		t.Throughput, ms(t.Mean), ms(t.P95), shortMean(r.Result), heavyMean(r.Result), t.Failed, t.Refused, t.TimedOut)
+	if e := errorRows([]runResult{r}, 1); len(e) > 0 {
+		s += fmt.Sprintf("; most often (%d, %s): %s", e[0].Count, e[0].Class, e[0].Message)
+	}
+	return s
 }
+
+// unsettled is the X(R+Z)/N above which a closed-loop run had not settled.
+const unsettled = 1.05
 
 // littleRatio is X(R+Z)/N of a closed-loop run: its throughput times the mean response of
 // its completed interactions plus the mean think time, over its clients; 0 when unknown.
@@ -92,6 +99,29 @@ func littleRatio(r runResult, think time.Duration) float64 {
 	}
 	t := r.Result.Total
 	return t.Throughput * (t.Mean + think).Seconds() / float64(r.Clients)
+}
+
+// held is where a closed-loop run's clients were on average, by Little's law applied to each
+// part: thinking (every interaction, completed or not, follows a think time), in completed
+// short and heavy interactions, and the rest of the client count: in interactions that did not
+// complete, or, when the run had not settled, negative.
+type held struct{ thinking, short, heavy, rest float64 }
+
+func clientsHeld(r runResult, think, elapsed time.Duration) held {
+	var h held
+	var started float64
+	for _, c := range r.Result.Classes {
+		inside := c.Throughput * c.Mean.Seconds()
+		if heavy(c.Name) {
+			h.heavy += inside
+		} else {
+			h.short += inside
+		}
+		started += c.Throughput + float64(lost(c))/elapsed.Seconds()
+	}
+	h.thinking = started * think.Seconds()
+	h.rest = float64(r.Clients) - h.thinking - h.short - h.heavy
+	return h
 }
 
 // peakOf is the closed-loop run of mode with the highest throughput.
@@ -187,6 +217,9 @@ func (e environment) placement() string {
 
 func writeResults(o options, env environment, runs []runResult) error {
 	if err := writeCSV(filepath.Join(o.out, "results.csv"), runs); err != nil {
+		return err
+	}
+	if err := writeErrorsCSV(filepath.Join(o.out, "errors.csv"), runs); err != nil {
 		return err
 	}
 	if err := writePlots(o, medians(runs)); err != nil {
@@ -360,6 +393,21 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	fmt.Fprintf(w, "more were free for short ones and the throughput reads high. Below 1, clients spent time that\n")
 	fmt.Fprintf(w, "neither the mean nor the think time holds, such as interactions that did not complete (refused or\n")
 	fmt.Fprintf(w, "timed out).\n\n")
+	fmt.Fprintf(w, "The same law, class by class, says where the clients were on average: thinking, in completed short\n")
+	fmt.Fprintf(w, "or heavy interactions (each class's throughput times its mean response), and the rest, in\n")
+	fmt.Fprintf(w, "interactions that did not complete. Past saturation the database is kept busy whatever the order,\n")
+	fmt.Fprintf(w, "so the short interactions' mean is the clients they hold over their throughput: an admission mode\n")
+	fmt.Fprintf(w, "makes it lower only by holding more clients elsewhere, in the heavy interactions' queue.\n\n")
+	fmt.Fprintf(w, "| mode | clients | thinking | in short | in heavy | rest |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, n := range o.clients {
+		for _, m := range o.modes {
+			if r := find(runs, m.Name, "closed", n); r != nil {
+				h := clientsHeld(*r, o.think, o.duration)
+				fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f |\n", m.Name, n, h.thinking, h.short, h.heavy, h.rest)
+			}
+		}
+	}
+	fmt.Fprintln(w)
 	for _, cls := range []string{shortClass, heavyClass} {
 		execName, waitName := o.splitNames()
 		fmt.Fprintf(w, "### %s: response, %s and %s (ms)\n\n", cls, execName, waitName)
@@ -397,6 +445,7 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 		fmt.Fprintln(w)
 	}
 	writeCPU(w, runs)
+	writeErrors(w, all)
 	fmt.Fprintf(w, "## Every class\n\nMean response time in ms of the completed interactions, and after it, when any, the count that\ndid not complete (failed + refused + timed out).\n\n")
 	for _, sel := range classTables(o, runs) {
 		fmt.Fprintf(w, "### %s\n\n| class |", sel.title)
@@ -438,11 +487,7 @@ func writeCPU(w io.Writer, runs []runResult) {
 		return fmt.Sprintf("%.1f%%", 100*v)
 	}
 	for _, r := range runs {
-		load := strconv.Itoa(r.Clients)
-		if r.Loop == "open" {
-			load = fmt.Sprintf("%.1f/s", r.Rate)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Mode, r.Loop, load, pct(r.CPU.DB), pct(r.CPU.Proxy), pct(r.CPU.Generator), pct(r.CPU.Idle))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Mode, r.Loop, r.cell().load(), pct(r.CPU.DB), pct(r.CPU.Proxy), pct(r.CPU.Generator), pct(r.CPU.Idle))
 	}
 	fmt.Fprintln(w)
 }
@@ -526,6 +571,11 @@ func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 		}
 	}
 	fmt.Fprintln(w)
+	for _, n := range []int{peak.Clients, 2 * peak.Clients} {
+		if r := find(runs, "direct", "closed", n); r != nil && littleRatio(*r, o.think) > unsettled {
+			fmt.Fprintf(w, "Direct at %d clients had not settled (X(R+Z)/N = %.2f, see below): its throughput reads high, and\nthe ratios against it are unfavourable to the other modes. A longer --warmup settles it.\n\n", n, littleRatio(*r, o.think))
+		}
+	}
 	sjf, fifo, direct := find(runs, "sjf", "open", 0), find(runs, "fifo", "open", 0), find(runs, "direct", "open", 0)
 	if sjf != nil {
 		fmt.Fprintf(w, "Open loop at %.1f arrivals/s: mean response time fifo / sjf = %s, direct / sjf = %s.\n\n", sjf.Rate,

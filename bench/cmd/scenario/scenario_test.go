@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"testing"
 	"time"
@@ -214,4 +215,32 @@ func TestLittleRatioIsOneForASettledClosedLoop(t *testing.T) {
 	r.Result.Total.Throughput = 240 // more completions than the clients can make in the long run
 	require.InDelta(t, 1.2, littleRatio(r, 100*time.Millisecond), 1e-9)
 	require.Zero(t, littleRatio(runResult{Result: r.Result}, time.Second), "open loop: no client count")
+}
+
+func TestVerdictSaysWhenDirectHadNotSettled(t *testing.T) {
+	o := options{think: 100 * time.Millisecond, modes: []mode{{Name: "direct"}}}
+	run := func(throughput float64) []runResult {
+		return []runResult{{Mode: "direct", Loop: "closed", Clients: 100, Round: 1,
+			Result: &bookstore.Result{Total: bookstore.ClassResult{Throughput: throughput, Mean: 400 * time.Millisecond}}}}
+	}
+	var b bytes.Buffer
+	writeVerdict(&b, o, run(240), run(240))
+	require.Contains(t, b.String(), "Direct at 100 clients had not settled (X(R+Z)/N = 1.20")
+	b.Reset()
+	writeVerdict(&b, o, run(200), run(200))
+	require.NotContains(t, b.String(), "had not settled")
+}
+
+func TestClientsHeldSplitsTheClientCount(t *testing.T) {
+	// 100 clients, think 100 ms, 10 s measured: home 400/s at 50 ms holds 20, best_sellers
+	// 10/s at 3 s holds 30; 9 refusals a second think too, and wait in the rest.
+	r := runResult{Clients: 100, Result: &bookstore.Result{Classes: []bookstore.ClassResult{
+		{Name: "home", Throughput: 400, Mean: 50 * time.Millisecond},
+		{Name: "best_sellers", Throughput: 10, Mean: 3 * time.Second, Refused: 90},
+	}}}
+	h := clientsHeld(r, 100*time.Millisecond, 10*time.Second)
+	require.InDelta(t, 41.9, h.thinking, 1e-9, "every started interaction, lost ones too, follows a think time")
+	require.InDelta(t, 20, h.short, 1e-9)
+	require.InDelta(t, 30, h.heavy, 1e-9)
+	require.InDelta(t, 8.1, h.rest, 1e-9)
 }
