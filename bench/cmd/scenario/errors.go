@@ -2,10 +2,8 @@ package main
 
 import (
 	"cmp"
-	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,24 +70,14 @@ func runErrors(r runResult) []bookstore.ErrorCount {
 
 // writeErrorsCSV writes every run's error messages, one row per run, class and message.
 func writeErrorsCSV(path string, runs []runResult) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{"mode", "loop", "clients", "rate", "round", "class", "outcome", "count", "message"})
+	records := [][]string{{"mode", "loop", "clients", "rate", "round", "class", "outcome", "count", "message"}}
 	for _, r := range runs {
 		for _, e := range runErrors(r) {
-			_ = w.Write([]string{r.Mode, r.Loop, strconv.Itoa(r.Clients), strconv.FormatFloat(r.Rate, 'f', 3, 64),
+			records = append(records, []string{r.Mode, r.Loop, strconv.Itoa(r.Clients), strconv.FormatFloat(r.Rate, 'f', 3, 64),
 				strconv.Itoa(r.Round), e.Class, e.Outcome, strconv.Itoa(e.Count), e.Message})
 		}
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return err
-	}
-	return f.Close()
+	return writeCSVFile(path, records)
 }
 
 // errorsPerCell bounds the messages the report lists for each cell; errors.csv has them all.

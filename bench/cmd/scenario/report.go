@@ -235,15 +235,9 @@ func writeResults(o options, env environment, runs []runResult) error {
 }
 
 func writeCSV(path string, runs []runResult) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{"mode", "loop", "clients", "rate", "class", "completed", "failed", "refused", "timed_out", "good",
+	records := [][]string{{"mode", "loop", "clients", "rate", "class", "completed", "failed", "refused", "timed_out", "good",
 		"throughput", "goodput", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "exec_ms", "round",
-		"db_cpu", "proxy_cpu", "generator_cpu", "idle_cpu"})
+		"db_cpu", "proxy_cpu", "generator_cpu", "idle_cpu"}}
 	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, r := range runs {
 		rows := append(slices.Clone(r.Result.Classes), r.Result.Total)
@@ -252,14 +246,23 @@ func writeCSV(path string, runs []runResult) error {
 			if !ok {
 				exec = -1
 			}
-			_ = w.Write([]string{r.Mode, r.Loop, strconv.Itoa(r.Clients), f2(r.Rate), c.Name,
+			records = append(records, []string{r.Mode, r.Loop, strconv.Itoa(r.Clients), f2(r.Rate), c.Name,
 				strconv.Itoa(c.Completed), strconv.Itoa(c.Failed), strconv.Itoa(c.Refused), strconv.Itoa(c.TimedOut), strconv.Itoa(c.Good),
 				f2(c.Throughput), f2(c.Goodput), f2(ms(c.Mean)), f2(ms(c.P50)), f2(ms(c.P95)), f2(ms(c.P99)), f2(ms(c.Max)), f2(exec), strconv.Itoa(r.Round),
 				f2(r.CPU.DB), f2(r.CPU.Proxy), f2(r.CPU.Generator), f2(r.CPU.Idle)})
 		}
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
+	return writeCSVFile(path, records)
+}
+
+// writeCSVFile writes records to a new file at path.
+func writeCSVFile(path string, records [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := csv.NewWriter(f).WriteAll(records); err != nil {
 		return err
 	}
 	return f.Close()
@@ -387,17 +390,21 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nX(R+Z)/N checks Little's law: in a settled closed loop every client is either thinking (mean Z) or\n")
-	fmt.Fprintf(w, "waiting for an interaction, so throughput X times R+Z is the client count N. Above 1, the run had\n")
-	fmt.Fprintf(w, "not settled yet: fewer clients were held in long interactions than will be in the long run, so\n")
-	fmt.Fprintf(w, "more were free for short ones and the throughput reads high. Below 1, clients spent time that\n")
-	fmt.Fprintf(w, "neither the mean nor the think time holds, such as interactions that did not complete (refused or\n")
-	fmt.Fprintf(w, "timed out).\n\n")
-	fmt.Fprintf(w, "The same law, class by class, says where the clients were on average: thinking, in completed short\n")
-	fmt.Fprintf(w, "or heavy interactions (each class's throughput times its mean response), and the rest, in\n")
-	fmt.Fprintf(w, "interactions that did not complete. Past saturation the database is kept busy whatever the order,\n")
-	fmt.Fprintf(w, "so the short interactions' mean is the clients they hold over their throughput: an admission mode\n")
-	fmt.Fprintf(w, "makes it lower only by holding more clients elsewhere, in the heavy interactions' queue.\n\n")
+	fmt.Fprint(w, `
+X(R+Z)/N checks Little's law: in a settled closed loop every client is either thinking (mean Z) or
+waiting for an interaction, so throughput X times R+Z is the client count N. Above 1, the run had
+not settled yet: fewer clients were held in long interactions than will be in the long run, so
+more were free for short ones and the throughput reads high. Below 1, clients spent time that
+neither the mean nor the think time holds, such as interactions that did not complete (refused or
+timed out).
+
+The same law, class by class, says where the clients were on average: thinking, in completed short
+or heavy interactions (each class's throughput times its mean response), and the rest, in
+interactions that did not complete. Past saturation the database is kept busy whatever the order,
+so the short interactions' mean is the clients they hold over their throughput: an admission mode
+makes it lower only by holding more clients elsewhere, in the heavy interactions' queue.
+
+`)
 	fmt.Fprintf(w, "| mode | clients | thinking | in short | in heavy | rest |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, n := range o.clients {
 		for _, m := range o.modes {
