@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -71,8 +72,12 @@ type classRecord struct {
 	samples                                              []time.Duration
 }
 
-// maxErrorKinds bounds the distinct error messages a recorder keeps.
+// maxErrorKinds bounds the distinct error messages a recorder keeps; past it, new messages
+// are counted under otherMessages.
 const maxErrorKinds = 32
+
+// otherMessages stands for the messages past maxErrorKinds.
+const otherMessages = "(other messages, past the first 32 kinds)"
 
 type errorKey struct {
 	class   Interaction
@@ -121,17 +126,24 @@ func (r *recorder) add(in Interaction, d time.Duration, o outcome, err error) {
 	if r.errors == nil {
 		r.errors = make(map[errorKey]int)
 	}
-	if _, ok := r.errors[k]; ok || len(r.errors) < maxErrorKinds {
-		r.errors[k]++
+	if _, ok := r.errors[k]; !ok && len(r.errors) >= maxErrorKinds {
+		k.message = otherMessages
 	}
+	r.errors[k]++
 }
 
-// errorMessage is err's text, shortened: the server's message for an error packet.
+// numbers matches the numbers in a server's message, such as the wait in the proxy's
+// "waited 301 ms" or the queue length in its "queue full": they differ from one refusal to
+// the next while the cause does not.
+var numbers = regexp.MustCompile(`\b\d+(\.\d+)?\b`)
+
+// errorMessage is err's text, shortened: for an error packet, the server's message with its
+// numbers as N.
 func errorMessage(err error) string {
 	var me *mysql.MySQLError
 	msg := err.Error()
 	if errors.As(err, &me) {
-		msg = fmt.Sprintf("Error %d: %s", me.Number, me.Message)
+		msg = fmt.Sprintf("Error %d: %s", me.Number, numbers.ReplaceAllString(me.Message, "N"))
 	}
 	const limit = 200
 	if len(msg) > limit {

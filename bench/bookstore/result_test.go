@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -146,4 +147,29 @@ func TestWriteJSON(t *testing.T) {
 	assert.Equal(t, 3, got.Classes[BestSellers].Refused)
 	assert.Equal(t, 1, got.Classes[BestSellers].Overflow)
 	assert.Equal(t, 4, got.Total.Completed)
+}
+
+func TestErrorsGroupByCause(t *testing.T) {
+	r := newRecorder([numInteractions]time.Duration{})
+	for _, ms := range []int{300, 301, 1250} {
+		r.add(Home, 0, refused, &mysql.MySQLError{Number: 1205,
+			Message: fmt.Sprintf("gatekeeper: queue timeout: waited %d ms for admission", ms)})
+	}
+	r.add(Home, 0, failed, &mysql.MySQLError{Number: 1146, Message: "Table 'shop.t1' doesn't exist"})
+	// Past maxErrorKinds, further messages are still counted, under one row.
+	for i := range maxErrorKinds + 5 {
+		r.add(Home, 0, failed, fmt.Errorf("dial tcp 127.0.0.1:%d: connection refused", 40000+i))
+	}
+	res := result(Config{}, time.Second, []*recorder{r})
+
+	byMessage := map[string]int{}
+	total := 0
+	for _, e := range res.Errors {
+		byMessage[e.Message] += e.Count
+		total += e.Count
+	}
+	assert.Equal(t, 3, byMessage["Error 1205: gatekeeper: queue timeout: waited N ms for admission"])
+	assert.Equal(t, 1, byMessage["Error 1146: Table 'shop.t1' doesn't exist"], "digits inside a name stay")
+	assert.Equal(t, 7, byMessage[otherMessages], "37 dial errors: 30 fit under the cap with the two above")
+	assert.Equal(t, 3+1+maxErrorKinds+5, total, "no error goes uncounted")
 }
