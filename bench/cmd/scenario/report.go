@@ -353,9 +353,12 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	fmt.Fprintf(w, "# Bookstore: direct, passthrough and admission modes\n\n")
 	fmt.Fprintf(w, "The TPC-W-like bookstore (`bench/bookstore`, %s mix, %d items, %d customers) against MariaDB\n", o.mix, o.scale.Items, o.scale.Customers)
 	fmt.Fprintf(w, "directly and through gatekeeper. Closed loop: each client a session with exponential think time\n")
-	if o.openRate > 0 {
+	switch {
+	case o.openRate > 0:
 		fmt.Fprintf(w, "of mean %s. Open loop: Poisson arrivals at %.1f/s, at most %d outstanding.\n", o.think, o.openRate, o.openMax)
-	} else {
+	case o.openFactor <= 0:
+		fmt.Fprintf(w, "of mean %s. No open loop (`--open 0`).\n", o.think)
+	default:
 		fmt.Fprintf(w, "of mean %s. Open loop: Poisson arrivals at %.2f of direct's highest closed-loop throughput (the database's\ncapacity for the mix), at most %d outstanding.\n", o.think, o.openFactor, o.openMax)
 	}
 	fresh := ""

@@ -244,3 +244,13 @@ func TestClientsHeldSplitsTheClientCount(t *testing.T) {
 	require.InDelta(t, 30, h.heavy, 1e-9)
 	require.InDelta(t, 8.1, h.rest, 1e-9)
 }
+
+func TestReportSaysWhenThereWasNoOpenLoop(t *testing.T) {
+	runs := []runResult{{Mode: "direct", Loop: "closed", Clients: 100, Round: 1,
+		Result: &bookstore.Result{Total: bookstore.ClassResult{Throughput: 200, Mean: 400 * time.Millisecond}}}}
+	o := options{think: 100 * time.Millisecond, modes: []mode{{Name: "direct"}}, openFactor: 0, openMax: 1000}
+	var b bytes.Buffer
+	writeReport(&b, o, environment{}, runs)
+	require.Contains(t, b.String(), "No open loop (`--open 0`).")
+	require.NotContains(t, b.String(), "Poisson arrivals at 0.00")
+}
