@@ -2,12 +2,11 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -131,11 +130,11 @@ func (s *session) admit() (admitted, keep bool) {
 	start := time.Now()
 	state, err := s.srv.adm.Arrive(&s.ticket, req)
 	if err == nil && state != admission.Admitted {
-		ctx, cancel := context.WithCancel(s.ctx)
-		stop := s.watchClient(cancel)
-		err = s.srv.adm.Wait(ctx, &s.ticket)
-		stop()
-		cancel()
+		if !s.watched { // a client that hangs up ends its session's context
+			s.watched = true
+			s.watchToken = s.srv.watch.watch(s.client.NetConn(), s.cancel)
+		}
+		err = s.srv.adm.Wait(s.ctx, &s.ticket)
 	}
 	waited := time.Since(start)
 	m.admissionWait.Observe(waited.Seconds())
@@ -219,44 +218,12 @@ func (s *session) admissionError(err error, waited time.Duration) *clientError {
 	return e
 }
 
-// watchClient cancels the wait when the client closes its connection while its unit waits
-// for admission. It peeks at the socket without consuming anything; the returned stop
-// ends the watch.
-func (s *session) watchClient(cancel context.CancelFunc) (stop func()) {
-	nc := s.client.NetConn()
-	if tc, ok := nc.(*tls.Conn); ok {
-		nc = tc.NetConn()
+// underTLS returns the connection a TLS connection runs on, or conn.
+func underTLS(conn net.Conn) net.Conn {
+	if tc, ok := conn.(*tls.Conn); ok {
+		return tc.NetConn()
 	}
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return func() {}
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() { // ends when the client closes, sends something, or stop sets a deadline
-		defer close(done)
-		var buf [1]byte
-		gone := false
-		err := rc.Read(func(fd uintptr) bool {
-			n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
-				return false // wait until readable
-			}
-			gone = n == 0 || err != nil
-			return true
-		})
-		if err == nil && gone {
-			cancel()
-		}
-	}()
-	return func() {
-		_ = nc.SetReadDeadline(time.Unix(1, 0))
-		<-done
-		_ = nc.SetReadDeadline(time.Time{})
-	}
+	return conn
 }
 
 // sessionTag returns the ID of a /* gk:session=ID */ comment in the statement, or nil.

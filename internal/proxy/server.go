@@ -37,6 +37,8 @@ type Server struct {
 	acceptedTags tagSet
 	// policers are the rate policers on units; accept polices new connections;
 	// threadsRunning feeds the policers the primary's Threads_running.
+	// watch tells units waiting for admission that their client has gone.
+	watch          *clientWatch
 	policers       atomic.Pointer[admission.Policers]
 	accept         atomic.Pointer[acceptPolicer]
 	threadsRunning atomic.Pointer[func() (float64, bool)]
@@ -85,6 +87,9 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 	}
 	s.policers.Store(ps)
 	s.accept.Store(newAcceptPolicer(cfg.Admission.Accept, time.Now()))
+	if s.watch, err = newClientWatch(); err != nil {
+		return nil, fmt.Errorf("proxy: watching waiting clients: %w", err)
+	}
 	s.metrics.registerAdmission(reg, s.adm, s.policers.Load)
 	if cfg.TLS.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
@@ -118,6 +123,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Unlock()
 	defer s.wg.Done()
 	s.startReaper.Do(func() {
+		s.watch.start() // ends in Shutdown, once the sessions have
 		s.wg.Add(2)
 		go func() { // ends when Shutdown closes stopReaper
 			defer s.wg.Done()
@@ -245,6 +251,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	s.wg.Wait()
+	s.watch.close()
 	return err
 }
 

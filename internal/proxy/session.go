@@ -24,9 +24,12 @@ type session struct {
 	id  uint64
 	srv *Server
 	log *slog.Logger
-	// ctx ends when the session is killed.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// ctx ends when the session is killed, or once a unit of it has waited for admission,
+	// when its client hangs up (clientWatch; watchToken is for forgetting the watch).
+	ctx        context.Context
+	cancel     context.CancelFunc
+	watched    bool
+	watchToken uint64
 
 	client *protocol.Conn
 	// source hands out the backend connection for each unit; backend is the one of the
@@ -230,6 +233,7 @@ func (s *session) close() {
 		}
 		_ = b.Close()
 	}
+	s.srv.watch.forget(s.watchToken)
 	_ = s.client.Close()
 	s.countBytes()
 	s.cancel()
