@@ -165,5 +165,12 @@ func TestTypesChargeTheShareOfBackendCPUs(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 	// The statements overlap for all but their starts and ends, which may be a few ms apart.
-	assertCost(t, assertUnits(t, p, "SELECT SLEEP(?) AS together", 4), 45*time.Millisecond, 100*time.Millisecond)
+	together := assertUnits(t, p, "SELECT SLEEP(?) AS together", 4)
+	assertCost(t, together, 45*time.Millisecond, 100*time.Millisecond)
+	// Their expected service time, what the aging bound is a multiple of, stays the time
+	// each kept the backend busy.
+	assert.GreaterOrEqual(t, together.Busy, 190*time.Millisecond)
+	assert.LessOrEqual(t, together.Busy, 300*time.Millisecond)
+	_, busy := p.Costs.Expect(together.Key)
+	assert.Equal(t, together.Busy, busy)
 }

@@ -107,6 +107,7 @@ func (s typesSource) Types() admin.TypesResponse {
 			TotalMS: ms(ts.Total),
 			Rate:    ts.Rate,
 			MeanMS:  ms(ts.Mean),
+			BusyMS:  ms(ts.Busy),
 			P50MS:   ms(ts.P50),
 			P95MS:   ms(ts.P95),
 			P99MS:   ms(ts.P99),

@@ -40,6 +40,10 @@ type TypeStats struct {
 	Rate float64 `json:"rate"`
 	// MeanMS is the current estimate: what admission charges the next unit of the type.
 	MeanMS float64 `json:"mean_ms"`
+	// BusyMS is the moving average of the units' backend busy time, their expected
+	// service time, which the aging bound is a multiple of. It equals MeanMS's moving
+	// average unless estimator.backend_cpus makes costs processor shares; 0 when unknown.
+	BusyMS float64 `json:"busy_ms"`
 	// P50MS, P95MS and P99MS are percentiles of the recent horizon; 0 without recent units.
 	P50MS float64 `json:"p50_ms"`
 	P95MS float64 `json:"p95_ms"`

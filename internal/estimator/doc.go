@@ -41,7 +41,10 @@
 //
 // What a sample measures is the caller's choice: the busy time of a unit on the backend, or,
 // with a [Share] clock, its share of the backend's processors over that time, which does not
-// grow with the number of units running at once.
+// grow with the number of units running at once. Either way a type also keeps the moving
+// average of its busy time ([Table.RecordBusy], [Table.Expect]): how long a unit of the type
+// keeps the backend busy, its expected service time, which is what the paper's aging bound is
+// a multiple of. With busy-time costs the two are the same.
 //
 // Memory is bounded whatever the workload sends: about 2.5 KiB per type and at most MaxTypes
 // types. When the table is full, a new type gets in only the second time it is seen (a

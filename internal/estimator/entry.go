@@ -29,6 +29,10 @@ type entry struct {
 	total atomic.Uint64
 	// last is the time of the latest sample, in Unix nanoseconds; zero means never.
 	last atomic.Int64
+	// busy is the moving average of the samples' busy time (how long each kept the backend
+	// busy: its service time), as float64 bits; noMean before the first sample. It differs
+	// from mean only when the cost is a processor share.
+	busy atomic.Uint64
 
 	ring   [numBuckets]bucket
 	sketch sketch
@@ -37,6 +41,7 @@ type entry struct {
 func newEntry(key Key, sample []byte) *entry {
 	e := &entry{key: key, sample: clip(sample)}
 	e.mean.Store(noMean)
+	e.busy.Store(noMean)
 	return e
 }
 
@@ -52,22 +57,13 @@ func clip(b []byte) string {
 	return string(b[:n])
 }
 
-// record adds one sample of ns nanoseconds taken at tick (Unix time nowNS).
-func (e *entry) record(weight float64, tick uint64, nowNS int64, ns uint64) {
+// record adds one sample of ns nanoseconds of cost and busyNS of busy time, taken at tick
+// (Unix time nowNS).
+func (e *entry) record(weight float64, tick uint64, nowNS int64, ns, busyNS uint64) {
 	e.count.Add(1)
 	e.total.Add(ns)
-	x := float64(ns)
-	for {
-		old := e.mean.Load()
-		m := x
-		if old != noMean {
-			m0 := math.Float64frombits(old)
-			m = m0 + weight*(x-m0)
-		}
-		if e.mean.CompareAndSwap(old, math.Float64bits(m)) {
-			break
-		}
-	}
+	average(&e.mean, weight, float64(ns))
+	average(&e.busy, weight, float64(busyNS))
 	b := &e.ring[tick%numBuckets]
 	addTagged(&b.n, tick, 1)
 	addTagged(&b.sum, tick, micros(ns))
@@ -75,9 +71,35 @@ func (e *entry) record(weight float64, tick uint64, nowNS int64, ns uint64) {
 	e.last.Store(nowNS)
 }
 
+// average moves the moving average held in m (float64 bits, noMean before the first
+// sample) towards x by weight.
+func average(m *atomic.Uint64, weight, x float64) {
+	for {
+		old := m.Load()
+		v := x
+		if old != noMean {
+			v0 := math.Float64frombits(old)
+			v = v0 + weight*(x-v0)
+		}
+		if m.CompareAndSwap(old, math.Float64bits(v)) {
+			return
+		}
+	}
+}
+
 // movingAverage returns the moving average, and false before the first sample.
 func (e *entry) movingAverage() (float64, bool) {
-	b := e.mean.Load()
+	return averageOf(&e.mean)
+}
+
+// busyAverage returns the moving average of the busy time, and false before the first
+// sample (or for a type loaded from a state that did not carry it).
+func (e *entry) busyAverage() (float64, bool) {
+	return averageOf(&e.busy)
+}
+
+func averageOf(m *atomic.Uint64) (float64, bool) {
+	b := m.Load()
 	if b == noMean {
 		return 0, false
 	}

@@ -36,10 +36,13 @@ type state struct {
 }
 
 type savedType struct {
-	Key        string    `json:"key,omitempty"`
-	Sample     string    `json:"sample,omitempty"`
-	Count      uint64    `json:"count"`
-	MeanNS     int64     `json:"mean_ns"`
+	Key    string `json:"key,omitempty"`
+	Sample string `json:"sample,omitempty"`
+	Count  uint64 `json:"count"`
+	MeanNS int64  `json:"mean_ns"`
+	// BusyNS is the moving average of the busy time; absent in states saved before it was
+	// kept, or when unknown.
+	BusyNS     int64     `json:"busy_ns,omitempty"`
 	LastUpdate time.Time `json:"last_update,omitzero"`
 }
 
@@ -53,6 +56,7 @@ func (t *Table) Save(w io.Writer) error {
 			Sample:     ts.Sample,
 			Count:      ts.Count,
 			MeanNS:     int64(ts.Mean),
+			BusyNS:     int64(ts.Busy),
 			LastUpdate: ts.LastUpdate.UTC(),
 		}
 		if ts.Name == OtherName {
@@ -112,6 +116,9 @@ func (t *Table) Load(r io.Reader) error {
 func loadedEntry(key Key, sv savedType) *entry {
 	e := newEntry(key, []byte(sv.Sample))
 	e.mean.Store(math.Float64bits(float64(sv.MeanNS)))
+	if sv.BusyNS > 0 {
+		e.busy.Store(math.Float64bits(float64(sv.BusyNS)))
+	}
 	e.count.Store(sv.Count)
 	total := float64(sv.MeanNS) * float64(sv.Count)
 	if total >= math.MaxUint64 {
@@ -168,16 +175,16 @@ func decodeState(r io.Reader) (*state, error) {
 			return nil, fmt.Errorf("estimator: load: type %d: key %s listed twice: %w", i, sv.Key, ErrCorruptState)
 		}
 		seen[key] = true
-		if sv.MeanNS < 0 {
-			return nil, fmt.Errorf("estimator: load: type %s: negative mean_ns %d: %w", sv.Key, sv.MeanNS, ErrCorruptState)
+		if sv.MeanNS < 0 || sv.BusyNS < 0 {
+			return nil, fmt.Errorf("estimator: load: type %s: negative mean_ns %d or busy_ns %d: %w", sv.Key, sv.MeanNS, sv.BusyNS, ErrCorruptState)
 		}
 	}
 	if o := st.Other; o != nil {
 		if o.Key != "" || o.Sample != "" {
 			return nil, fmt.Errorf("estimator: load: other bucket with a key or sample: %w", ErrCorruptState)
 		}
-		if o.MeanNS < 0 {
-			return nil, fmt.Errorf("estimator: load: other bucket: negative mean_ns %d: %w", o.MeanNS, ErrCorruptState)
+		if o.MeanNS < 0 || o.BusyNS < 0 {
+			return nil, fmt.Errorf("estimator: load: other bucket: negative mean_ns %d or busy_ns %d: %w", o.MeanNS, o.BusyNS, ErrCorruptState)
 		}
 	}
 	return &st, nil

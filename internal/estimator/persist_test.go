@@ -15,7 +15,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		src, clock := newTable(t, cfg)
 		for i := range 400 {
 			k := Key(i%7 + 1)
-			src.Record(k, []byte("SELECT "+nameOf(k)), time.Duration(k)*time.Millisecond+time.Duration(i)*time.Microsecond)
+			cost := time.Duration(k)*time.Millisecond + time.Duration(i)*time.Microsecond
+			src.RecordBusy(k, []byte("SELECT "+nameOf(k)), cost, 3*cost)
 			clock.Advance(50 * time.Millisecond)
 		}
 		var buf bytes.Buffer
@@ -42,12 +43,17 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 				continue
 			}
 			if g.Key != w.Key || g.Sample != w.Sample || g.Count != w.Count || g.Mean != w.Mean ||
-				!g.LastUpdate.Equal(w.LastUpdate) {
+				g.Busy != w.Busy || !g.LastUpdate.Equal(w.LastUpdate) {
 				t.Errorf("Window %v: loaded %+v\nsaved %+v", window, g, w)
 			}
 			if w.Name != OtherName {
 				if ge, we := dst.Estimate(w.Key), src.Estimate(w.Key); ge != we {
 					t.Errorf("Window %v: Estimate(%s) = %v after load, %v before", window, w.Name, ge, we)
+				}
+				_, gb := dst.Expect(w.Key)
+				_, wb := src.Expect(w.Key)
+				if gb != wb || gb == 0 {
+					t.Errorf("Window %v: busy of %s = %v after load, %v before", window, w.Name, gb, wb)
 				}
 			}
 		}
@@ -78,6 +84,10 @@ func TestLoadAndSaveMatchFormat(t *testing.T) {
 	for _, tt := range tests {
 		if got := tab.Estimate(tt.key); got != tt.want {
 			t.Errorf("Estimate(%016x) = %v, want %v", uint64(tt.key), got, tt.want)
+		}
+		// A state saved before busy times were kept: expected to be busy for its cost.
+		if _, busy := tab.Expect(tt.key); busy != tt.want {
+			t.Errorf("Expect(%016x) busy = %v, want %v", uint64(tt.key), busy, tt.want)
 		}
 	}
 	var buf bytes.Buffer

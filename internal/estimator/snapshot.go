@@ -26,6 +26,11 @@ type TypeStats struct {
 	// Mean is the estimate: the window mean, or the moving average. For the other bucket it
 	// is the mean of its samples in the recent horizon, or of all of them if none is recent.
 	Mean time.Duration
+	// Busy is the moving average of the busy time, how long a unit of the type keeps the
+	// backend busy: its expected service time. It equals Mean's moving average when costs
+	// are busy times, and is longer when they are processor shares. Zero when unknown, and
+	// for the other bucket.
+	Busy time.Duration
 	// P50, P95 and P99 are percentiles of the samples of the recent horizon (between half
 	// of it and all of it), within 6.25%; zero without recent samples.
 	P50, P95, P99 time.Duration
@@ -85,6 +90,9 @@ func (t *Table) Snapshot() []TypeStats {
 		}
 		if ok {
 			st.Mean = mean
+		}
+		if b, ok := e.busyAverage(); ok && e != other {
+			st.Busy = duration(b)
 		}
 		bins = [numBins]uint64{}
 		n := e.sketch.counts(tick/genTicks, &bins)

@@ -194,28 +194,38 @@ func (t *Table) lookup(key Key) *entry {
 	return t.shardOf(key).load()[key]
 }
 
-// Record adds a measured cost of one unit of the type key. sample is the type's display text
-// (its digest or tag); it is copied, cut to 1 KiB, only when the type is new. A negative cost
-// counts as zero.
+// Record adds a measured cost of one unit of the type key, whose busy time was the same
+// (costs measured as busy time). sample is the type's display text (its digest or tag); it
+// is copied, cut to 1 KiB, only when the type is new. A negative cost counts as zero.
 func (t *Table) Record(key Key, sample []byte, cost time.Duration) {
+	t.RecordBusy(key, sample, cost, cost)
+}
+
+// RecordBusy adds one unit of the type key that cost cost and kept the backend busy for
+// busy: the two differ when the cost is a processor share. The busy times make the type's
+// expected service time ([Table.Expect]). Negative durations count as zero.
+func (t *Table) RecordBusy(key Key, sample []byte, cost, busy time.Duration) {
 	s := t.cfg.Load()
 	now := t.clock.Now()
 	tick := s.tick(now)
-	ns := uint64(max(cost, 0))
+	x := sampleNS{cost: uint64(max(cost, 0)), busy: uint64(max(busy, 0))}
 	if e := t.lookup(key); e != nil {
-		e.record(s.weight, tick, now.UnixNano(), ns)
+		e.record(s.weight, tick, now.UnixNano(), x.cost, x.busy)
 		return
 	}
-	t.add(s, key, sample, tick, now.UnixNano(), ns)
+	t.add(s, key, sample, tick, now.UnixNano(), x)
 }
+
+// sampleNS is one sample in nanoseconds.
+type sampleNS struct{ cost, busy uint64 }
 
 // add records the first sample of a type that was not found, making room for it. When the
 // table is full, a type seen for the first time since the doorkeeper was cleared is counted
 // in the other bucket instead.
-func (t *Table) add(s *settings, key Key, sample []byte, tick uint64, nowNS int64, ns uint64) {
+func (t *Table) add(s *settings, key Key, sample []byte, tick uint64, nowNS int64, x sampleNS) {
 	reserved := t.reserve(s.maxTypes)
 	if !reserved && !t.door.seen(key) {
-		t.other.Load().record(s.weight, tick, nowNS, ns)
+		t.other.Load().record(s.weight, tick, nowNS, x.cost, x.busy)
 		return
 	}
 	for !reserved && t.evictOne(tick) {
@@ -223,13 +233,13 @@ func (t *Table) add(s *settings, key Key, sample []byte, tick uint64, nowNS int6
 	}
 	if !reserved {
 		// Every slot is held by an add in progress.
-		t.other.Load().record(s.weight, tick, nowNS, ns)
+		t.other.Load().record(s.weight, tick, nowNS, x.cost, x.busy)
 		return
 	}
 	// The sample goes in before the entry is published, so that a new type is never an
 	// eviction candidate with nothing recorded.
 	e := newEntry(key, sample)
-	e.record(s.weight, tick, nowNS, ns)
+	e.record(s.weight, tick, nowNS, x.cost, x.busy)
 	sh := t.shardOf(key)
 	sh.mu.Lock()
 	cur := sh.load()[key]
@@ -240,7 +250,7 @@ func (t *Table) add(s *settings, key Key, sample []byte, tick uint64, nowNS int6
 	if cur != nil {
 		// Another goroutine added the type meanwhile.
 		t.n.Add(-1)
-		cur.record(s.weight, tick, nowNS, ns)
+		cur.record(s.weight, tick, nowNS, x.cost, x.busy)
 	}
 }
 
@@ -313,19 +323,32 @@ func (t *Table) fold(e *entry, tick uint64) {
 // window when Config.Window is set and it has some there, else its moving average, or the
 // default cost for a type without samples.
 func (t *Table) Estimate(key Key) time.Duration {
+	cost, _ := t.Expect(key)
+	return cost
+}
+
+// Expect returns what a unit of the type key is expected to cost ([Table.Estimate]) and how
+// long it is expected to keep the backend busy: the moving average of its busy times, its
+// expected service time. A type without busy times (never seen, or loaded from a state that
+// did not carry them) is expected to be busy for as long as it costs.
+func (t *Table) Expect(key Key) (cost, busy time.Duration) {
 	s := t.cfg.Load()
 	e := t.lookup(key)
 	if e == nil {
-		return s.defaultCost
+		return s.defaultCost, s.defaultCost
 	}
 	var tick uint64
 	if s.window > 0 {
 		tick = s.tick(t.clock.Now())
 	}
-	if d, ok := e.estimate(s, tick); ok {
-		return d
+	cost, ok := e.estimate(s, tick)
+	if !ok {
+		cost = s.defaultCost
 	}
-	return s.defaultCost
+	if b, ok := e.busyAverage(); ok {
+		return cost, duration(b)
+	}
+	return cost, cost
 }
 
 // Reset forgets every type, the other bucket and the doorkeeper. The eviction count, a

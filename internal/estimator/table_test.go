@@ -87,6 +87,51 @@ func TestNegativeCostCountsAsZero(t *testing.T) {
 	}
 }
 
+func TestExpectGivesCostAndBusyTime(t *testing.T) {
+	const def = 10 * time.Millisecond
+	tests := []struct {
+		name     string
+		window   time.Duration
+		record   func(tab *Table)
+		wantCost time.Duration
+		wantBusy time.Duration
+	}{
+		{"unseen", 0, func(*Table) {}, def, def},
+		{"busy time is the cost", 0, func(tab *Table) { tab.Record(1, nil, 4*time.Millisecond) },
+			4 * time.Millisecond, 4 * time.Millisecond},
+		{"processor share", 0, func(tab *Table) { tab.RecordBusy(1, nil, 2*time.Millisecond, 30*time.Millisecond) },
+			2 * time.Millisecond, 30 * time.Millisecond},
+		{"moving averages", 0, func(tab *Table) {
+			tab.RecordBusy(1, nil, 2*time.Millisecond, 30*time.Millisecond)
+			tab.RecordBusy(1, nil, 4*time.Millisecond, 10*time.Millisecond) // weight 0.5
+		}, 3 * time.Millisecond, 20 * time.Millisecond},
+		{"window mean and busy average", 10 * time.Second, func(tab *Table) {
+			tab.RecordBusy(1, nil, 2*time.Millisecond, 30*time.Millisecond)
+			tab.RecordBusy(1, nil, 6*time.Millisecond, 10*time.Millisecond)
+		}, 4 * time.Millisecond, 20 * time.Millisecond},
+		{"negative busy counts as zero", 0, func(tab *Table) { tab.RecordBusy(1, nil, time.Millisecond, -time.Second) },
+			time.Millisecond, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab, _ := newTable(t, Config{Weight: 0.5, Window: tt.window})
+			tt.record(tab)
+			cost, busy := tab.Expect(1)
+			if cost != tt.wantCost || busy != tt.wantBusy {
+				t.Errorf("Expect = %v, %v; want %v, %v", cost, busy, tt.wantCost, tt.wantBusy)
+			}
+			if got := tab.Estimate(1); got != cost {
+				t.Errorf("Estimate = %v, Expect's cost %v", got, cost)
+			}
+			if tt.wantCost != def {
+				if got := statsOf(t, tab, nameOf(1)).Busy; got != tt.wantBusy {
+					t.Errorf("snapshot Busy = %v, want %v", got, tt.wantBusy)
+				}
+			}
+		})
+	}
+}
+
 // samplesToWithin is the number of samples after which a moving average of weight w is
 // within a fraction f of a step: the least n with (1-w)^n <= f.
 func samplesToWithin(w, f float64) int {
@@ -469,11 +514,14 @@ func TestKnownTypeAllocatesNothing(t *testing.T) {
 			var sink time.Duration
 			got := testing.AllocsPerRun(1000, func() {
 				tab.Record(1, sample, time.Millisecond)
+				tab.RecordBusy(1, sample, time.Millisecond, 2*time.Millisecond)
 				sink += tab.Estimate(1)
 				sink += tab.Estimate(2) // unseen: the default
+				c, b := tab.Expect(1)
+				sink += c + b
 			})
 			if got != 0 {
-				t.Errorf("Record+Estimate of a known type: %v allocations, want 0", got)
+				t.Errorf("Record+Estimate+Expect of a known type: %v allocations, want 0", got)
 			}
 		})
 	}
