@@ -101,7 +101,7 @@ func TestAdmissionShortOvertakesLongUnderSJFOnly(t *testing.T) {
 }
 
 // With aging X a unit is passed only by units that end before it has waited X times its
-// cost, or whose own bound comes first: the long unit (bound 0.25 x 400ms = 100ms after it
+// expected service time (here its cost: busy time), or whose own bound comes first: the long unit (bound 0.25 x 400ms = 100ms after it
 // arrives) is not passed by a short one arriving 150ms after it (bound 152.5ms), which
 // pure SJF lets pass.
 func TestAdmissionAgingBound(t *testing.T) {
@@ -109,6 +109,40 @@ func TestAdmissionAgingBound(t *testing.T) {
 	assert.Equal(t, []string{"long", "short"}, finishOrder(t, aging, 150*time.Millisecond))
 	sjf := admissionProxy(t, func(a *config.Admission) { a.Discipline = "sjf" })
 	assert.Equal(t, []string{"short", "long"}, finishOrder(t, sjf, 150*time.Millisecond))
+}
+
+// With costs as processor shares (estimator.backend_cpus) the aging bound stays a multiple
+// of how long a unit keeps the backend busy, not of its share. The long type, learned four
+// at a time on one processor, costs about a quarter of its 400 ms: with aging 0.5 a long
+// unit's bound is 200 ms after it arrives, later than that of a short unit arriving 120 ms
+// after it (125 ms), so the short one goes first when both are overdue. Were the bound a
+// multiple of the cost (50 ms), the long one would.
+func TestAdmissionAgingBoundIsInServiceTime(t *testing.T) {
+	p := startProxy(t, func(c *config.Config) {
+		c.Classify.TypeKey = "tag"
+		c.Estimator.BackendCPUs = 1
+		c.Admission.Enabled = true
+		c.Admission.Capacity = time.Hour // nothing waits while the types are learned
+	})
+	require.NoError(t, p.Costs.Reconfigure(estimator.Config{Weight: 1}))
+	db := openDB(t, p.Addr, "")
+	db.SetMaxOpenConns(10)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { mustExec(t, db, longQuery) })
+	}
+	wg.Wait()
+	mustExec(t, db, shortQuery)
+	long := typeWith(t, p, "long", 4)
+	typeWith(t, p, "short", 1)
+	require.Less(t, 3*long.Mean, long.Busy, "the long type's share of the processor against its busy time")
+	require.GreaterOrEqual(t, long.Busy, 390*time.Millisecond)
+
+	a := p.cfg.Admission
+	a.Discipline, a.Aging = "sjf", 0.5
+	a.Capacity = long.Mean // one long unit fills it
+	require.NoError(t, p.ReloadAdmission(a))
+	assert.Equal(t, []string{"short", "long"}, finishOrder(t, p, 120*time.Millisecond))
 }
 
 // A transaction admitted at its first statement runs to its end without waiting, however

@@ -187,6 +187,9 @@ type run struct {
 	clock    *admission.ManualClock
 	clockAt  time.Duration // what clock reads, from epoch
 	cost     []time.Duration
+	// service is each class's expected service time: the moving average (weight
+	// serviceWeight) of its requests' time in the database, as the proxy learns it.
+	service []time.Duration
 
 	events  eventQueue
 	now     time.Duration
@@ -241,6 +244,7 @@ func newRun(cfg Config) *run {
 		s.ctl = admission.New(*cfg.Admission, s.clock)
 		for i := range classes {
 			s.cost = append(s.cost, cfg.Mix.Mean(i))
+			s.service = append(s.service, cfg.Mix.Mean(i))
 		}
 	}
 	switch {
@@ -363,7 +367,7 @@ func (s *run) send(r *request) {
 	}
 	s.setClock()
 	st, err := s.ctl.Arrive(&r.ticket, admission.Request{
-		Type: uint64(r.class), Cost: s.cost[r.class], Accepted: r.accepted,
+		Type: uint64(r.class), Cost: s.cost[r.class], Service: s.service[r.class], Accepted: r.accepted,
 	})
 	switch st {
 	case admission.Admitted:
@@ -391,6 +395,10 @@ func (s *run) start(r *request) {
 	s.res.MaxRunning = max(s.res.MaxRunning, s.db.Running())
 }
 
+// serviceWeight is the weight of a request's time in the database in its class's expected
+// service time: the proxy's default estimator.weight.
+const serviceWeight = 0.1
+
 var errStuck = errors.New("sim: the database owes a request it cannot finish")
 
 // finish ends the requests the database has served by now.
@@ -402,7 +410,10 @@ func (s *run) finish() error {
 	for _, r := range s.done {
 		if s.ctl != nil {
 			s.setClock()
-			s.ctl.Release(&r.ticket, s.now-r.started)
+			busy := s.now - r.started
+			s.ctl.Release(&r.ticket, busy)
+			sv := &s.service[r.class]
+			*sv += time.Duration(serviceWeight * float64(busy-*sv))
 		}
 		s.complete(r)
 	}
@@ -458,7 +469,7 @@ func (s *run) refuse(r *request, _ error) {
 
 // collect finds the waiting requests that the last call into the controller admitted or
 // refused, and moves them on. The controller's counts of waiting units say how many there
-// are; within a class they leave in arrival order (a class has one cost, so SJF and aging
+// are; within a class they leave in arrival order (a class has one cost, and its service time moves slowly, so SJF and aging
 // order it by arrival, and deadlines follow arrivals), so they are almost always at the
 // fronts of the per-class lists, and the whole list is searched only when they are not.
 func (s *run) collect() {

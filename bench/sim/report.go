@@ -381,7 +381,8 @@ func (r *Results) writeModel(p func(string, ...any)) {
 	p("  open loop Poisson; sessions arriving by a two-state Markov-modulated Poisson process.\n")
 	p("  Runs last %s after a %s warm-up.\n", s.Duration, s.Warmup)
 	p("- **Admission**: the real controller (`internal/admission`) on a manual clock; each unit is\n")
-	p("  charged its class's mean demand (the estimate a converged moving average would give) and\n")
+	p("  charged its class's mean demand (the estimate a converged moving average would give),\n")
+	p("  expected to run for the moving average (weight %g) of its class's time in the database, and\n", serviceWeight)
 	p("  released with its time in the database. Capacity %s of concurrent estimated work, at most\n", s.Capacity)
 	p("  %d running; queue timeout %s in the closed loop (nothing is shed, as in the paper) and %s\n", s.MaxConcurrency, s.ClosedTimeout, s.OpenTimeout)
 	p("  in the open loop. Direct sends every request straight to the database.\n\n")
@@ -472,16 +473,18 @@ func (r *Results) writeNotes(p func(string, ...any)) {
 			near = j
 		}
 	}
-	p("- **Aging is relative to the estimated cost.** A unit's bound is its arrival plus X times its\n")
-	p("  cost. In the open loop at %d clients' rate, where waits stay short: fifo %s", s.Clients[near], fmtMS(r.Open[fifo][near].All.Mean()))
+	p("- **Aging is relative to the expected service time.** A unit's bound is its arrival plus X\n")
+	p("  times its class's expected time in the database, which is several times its demand while\n")
+	p("  many requests share the processors. In the open loop at %d clients' rate, where waits stay\n", s.Clients[near])
+	p("  short: fifo %s", fmtMS(r.Open[fifo][near].All.Mean()))
 	for _, x := range s.Agings {
 		p(", X=%g %s", x, fmtMS(r.Open[r.policy(fmt.Sprintf("sjf aging %g", x))][near].All.Mean()))
 	}
 	p(", sjf %s.\n", fmtMS(r.Open[sjf][near].All.Mean()))
 	p("  Far past saturation in the closed loop every unit waits past its bound, and the controller\n")
-	p("  then admits in the order of the bounds, which is FIFO shifted by X times the cost: short\n")
-	p("  units gain little, and %s waits about X times its cost longer than under fifo (at %d\n", HeavyClass, s.Clients[last])
-	p("  clients: fifo %s", fmtMS(r.Closed[fifo][last].Classes[heavy].Mean()))
+	p("  then admits in the order of the bounds, which is FIFO shifted by X times the service time:\n")
+	p("  the cheapest classes gain, and %s waits about X times its service time longer than under\n", HeavyClass)
+	p("  fifo (at %d clients: fifo %s", s.Clients[last], fmtMS(r.Closed[fifo][last].Classes[heavy].Mean()))
 	for _, x := range s.Agings {
 		p(", X=%g %s", x, fmtMS(r.Closed[r.policy(fmt.Sprintf("sjf aging %g", x))][last].Classes[heavy].Mean()))
 	}

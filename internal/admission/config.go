@@ -44,10 +44,10 @@ type Config struct {
 	MaxConcurrency int
 	Discipline     Discipline
 	// Aging is X: under SJF each waiting unit has a bound, its arrival plus X times its
-	// expected cost. A unit is admitted ahead of a waiting one only if it ends before that
-	// one's bound, or its own bound comes first; once bounds bind, units go in the order of
-	// their bounds (Alpha scheduling). Small X is close to FIFO, large X to SJF; 0 is off
-	// (pure SJF).
+	// expected service time (Request.Service). A unit is admitted ahead of a waiting one only
+	// if it is expected to end before that one's bound, or its own bound comes first; once
+	// bounds bind, units go in the order of their bounds (Alpha scheduling). Small X is close
+	// to FIFO, large X to SJF; 0 is off (pure SJF).
 	Aging float64
 	// QueueTimeout is how long a unit may wait before it is refused.
 	QueueTimeout time.Duration

@@ -31,6 +31,9 @@ type Request struct {
 	Type uint64
 	// Cost is the unit's expected cost, charged while it runs.
 	Cost time.Duration
+	// Service is how long the unit is expected to run, its expected service time: the aging
+	// bound is a multiple of it. Zero means Cost (costs measured as busy time).
+	Service time.Duration
 	// Txn says the unit is a transaction, for max_open_transactions.
 	Txn bool
 	// Accepted says the unit's session was admitted before (AWAIT).
@@ -54,7 +57,7 @@ type Ticket struct {
 	seq      uint64
 	arrived  time.Time
 	deadline time.Time
-	// bound is when the unit has waited Aging times its cost.
+	// bound is when the unit has waited Aging times its expected service time.
 	bound time.Time
 	// waited is how long the unit waited before admission.
 	waited time.Duration
@@ -232,7 +235,7 @@ func (c *Controller) enqueue(t *Ticket) {
 	t.state = Queued
 	c.order.push(t)
 	if c.aging() {
-		t.bound = t.arrived.Add(time.Duration(c.cfg.Aging * float64(t.req.Cost)))
+		t.bound = t.arrived.Add(time.Duration(c.cfg.Aging * float64(t.req.service())))
 		c.bound.push(t)
 	}
 }
@@ -281,6 +284,14 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 	c.stats.Admitted++
 }
 
+// service is the unit's expected service time.
+func (r *Request) service() time.Duration {
+	if r.Service > 0 {
+		return r.Service
+	}
+	return r.Cost
+}
+
 // pick returns the waiting unit to admit next: the head of the queue, unless it would still
 // run when the earliest aging bound passes; then the unit with that bound.
 func (c *Controller) pick(now time.Time) *Ticket {
@@ -288,7 +299,7 @@ func (c *Controller) pick(now time.Time) *Ticket {
 	if !c.aging() {
 		return head
 	}
-	if e := c.bound.min(); e != head && now.Add(head.req.Cost).After(e.bound) {
+	if e := c.bound.min(); e != head && now.Add(head.req.service()).After(e.bound) {
 		return e
 	}
 	return head

@@ -61,9 +61,14 @@ func runAdversarial(t *testing.T, cfg Config, seed uint64, check func(now time.T
 		}
 		for j := 0; j < n; j++ {
 			cost := time.Duration(math.Pow(10, 3*rng.Float64())) * time.Millisecond // 1ms..1s
-			u := &simUnit{actual: time.Duration(float64(cost) * (0.5 + 1.5*rng.Float64()))}
+			req := Request{Cost: cost}
+			if rng.IntN(2) == 0 {
+				// A processor-share cost: the unit runs up to 50 times longer than it costs.
+				req.Service = time.Duration(float64(cost) * (1 + 49*rng.Float64()))
+			}
+			u := &simUnit{actual: time.Duration(float64(req.service()) * (0.5 + 1.5*rng.Float64()))}
 			units = append(units, u)
-			_, _ = c.Arrive(&u.t, Request{Cost: cost})
+			_, _ = c.Arrive(&u.t, req)
 			step(u)
 		}
 		clock.Advance(time.Duration(rng.IntN(120)) * time.Millisecond)
@@ -102,9 +107,10 @@ func finish(c *Controller, now time.Time, running []*simUnit, step func(*simUnit
 	return kept
 }
 
-// TestAgingBoundHolds: under SJF with aging, a unit is admitted ahead of a waiting one only
-// if it ends before the waiting one reaches its bound, or the waiting one's bound is no
-// earlier than its own (both overdue: the most overdue goes first).
+// TestAgingBoundHolds: under SJF with aging, each waiting unit's bound is its arrival plus X
+// times its expected service time, and a unit is admitted ahead of a waiting one only if it
+// is expected to end before the waiting one reaches its bound, or the waiting one's bound is
+// no earlier than its own (both overdue: the most overdue goes first).
 func TestAgingBoundHolds(t *testing.T) {
 	for _, x := range []float64{0.5, 1, 2, 5, 20} {
 		for seed := uint64(1); seed <= 3; seed++ {
@@ -112,10 +118,14 @@ func TestAgingBoundHolds(t *testing.T) {
 				QueueTimeout: time.Hour, MaxQueue: 1 << 20}
 			checked := 0
 			runAdversarial(t, cfg, seed, func(now time.Time, s *simUnit, waiting []*simUnit) {
+				// (A unit admitted on arrival never had a bound.)
+				if want := s.t.arrived.Add(time.Duration(x * float64(s.t.req.service()))); !s.t.bound.IsZero() && !s.t.bound.Equal(want) {
+					t.Fatalf("aging %g seed %d: bound %s, want arrival + X x service = %s", x, seed, s.t.bound, want)
+				}
 				for _, w := range waiting {
-					if now.Add(s.t.req.Cost).After(w.t.bound) && s.t.bound.After(w.t.bound) {
-						t.Fatalf("aging %g seed %d: unit of cost %s admitted at %s past the bound %s of a unit of cost %s",
-							x, seed, s.t.req.Cost, now, w.t.bound, w.t.req.Cost)
+					if now.Add(s.t.req.service()).After(w.t.bound) && s.t.bound.After(w.t.bound) {
+						t.Fatalf("aging %g seed %d: unit of cost %s (service %s) admitted at %s past the bound %s of a unit of cost %s",
+							x, seed, s.t.req.Cost, s.t.req.service(), now, w.t.bound, w.t.req.Cost)
 					}
 					checked++
 				}

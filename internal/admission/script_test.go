@@ -22,7 +22,9 @@ import (
 //	config KEY=VALUE...        a new controller (defaults: capacity=100ms discipline=fifo
 //	                           queue_timeout=10s max_queue=100)
 //	reconfigure KEY=VALUE...   change the running controller's settings
-//	arrive NAME cost=D [txn] [new]   a unit of an accepted session (new: of a new one)
+//	arrive NAME cost=D [service=D] [txn] [new]
+//	                           a unit of an accepted session (new: of a new one); service is
+//	                           its expected service time (default: its cost)
 //	complete NAME [busy=D]     the unit ends
 //	cancel NAME                its client goes away
 //	advance D                  the clock moves, then the controller ticks
@@ -87,7 +89,7 @@ func (s *script) run(args []string) (string, error) {
 		s.ctl.Configure(s.cfg)
 	case "arrive":
 		if len(args) < 3 {
-			return "", fmt.Errorf("arrive NAME cost=D [txn] [new]")
+			return "", fmt.Errorf("arrive NAME cost=D [service=D] [txn] [new]")
 		}
 		req := Request{Accepted: true}
 		for _, a := range args[2:] {
@@ -102,6 +104,12 @@ func (s *script) run(args []string) (string, error) {
 					return "", err
 				}
 				req.Cost = d
+			case strings.HasPrefix(a, "service="):
+				d, err := time.ParseDuration(a[8:])
+				if err != nil {
+					return "", err
+				}
+				req.Service = d
 			default:
 				return "", fmt.Errorf("arrive: unknown argument %q", a)
 			}

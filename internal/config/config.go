@@ -126,7 +126,8 @@ type Admission struct {
 	MaxConcurrency int `mapstructure:"max_concurrency"`
 	// Discipline orders the queue: fifo or sjf (default).
 	Discipline string `mapstructure:"discipline"`
-	// Aging is X in "no unit waits more than X times its expected cost"; 0 (default) is off.
+	// Aging is X in "no unit waits more than X times its expected service time" (its type's
+	// average busy time); 0 (default) is off.
 	Aging float64 `mapstructure:"aging"`
 	// QueueTimeout is how long a unit may wait. Default 5s.
 	QueueTimeout time.Duration `mapstructure:"queue_timeout"`

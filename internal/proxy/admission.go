@@ -125,7 +125,7 @@ func (s *session) admit() (admitted, keep bool) {
 	}
 	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted()}
 	if s.srv.costs != nil {
-		req.Cost = s.srv.costs.Estimate(estimator.Key(key))
+		req.Cost, req.Service = s.srv.costs.Expect(estimator.Key(key))
 	}
 	start := time.Now()
 	state, err := s.srv.adm.Arrive(&s.ticket, req)

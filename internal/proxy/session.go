@@ -286,7 +286,7 @@ func (s *session) dispatch() bool {
 	if protocol.ShapeOf(cmd) != protocol.ShapeNone {
 		m.statementSeconds[cmd].Observe(elapsed.Seconds())
 		if s.res.Err == nil {
-			s.typeStatement(cmd, work)
+			s.typeStatement(cmd, work, elapsed)
 		}
 	}
 	s.unit.busy += elapsed

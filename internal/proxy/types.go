@@ -91,16 +91,16 @@ func (s *session) rememberPrepared(id uint32) {
 	s.stmts[id] = ps
 }
 
-// typeStatement accounts for a statement that cost the backend cost: under the digest key
-// it is recorded at once; under every key but the identity ones it may give the unit
-// its type (under the digest key, that of a transaction).
-func (s *session) typeStatement(cmd byte, cost time.Duration) {
+// typeStatement accounts for a statement that cost the backend cost and kept it busy for
+// busy: under the digest key it is recorded at once; under every key but the identity ones
+// it may give the unit its type (under the digest key, that of a transaction).
+func (s *session) typeStatement(cmd byte, cost, busy time.Duration) {
 	if s.srv.costs == nil || !s.stmt.valid || cmd == mysql.COM_STMT_PREPARE {
 		return
 	}
 	st := &s.stmt
 	if s.srv.typeKey == keyDigest {
-		s.srv.costs.Record(estimator.Key(st.hash), st.digest, cost)
+		s.srv.costs.RecordBusy(estimator.Key(st.hash), st.digest, cost, busy)
 	}
 	u := &s.unit.typ
 	first := !u.typed
@@ -139,7 +139,7 @@ func (s *session) recordUnit() {
 	case s.srv.typeKey == keyDigest:
 		return // the statement is recorded already
 	}
-	costs.Record(estimator.Key(key), sample, s.unit.work)
+	costs.RecordBusy(estimator.Key(key), sample, s.unit.work, s.unit.busy)
 }
 
 // identityKey is the type key and sample of the session under the identity keys (user,
