@@ -5,8 +5,9 @@
 #
 #   bench/bookstore.sh [--quick] [--capacity D] [--db-cpus L --client-cpus L] [any flag of bench/cmd/scenario]
 #
-# Without --capacity, gatekeeper calibrate finds it first with the same workload, under fifo
-# (--quick takes 180ms, the capacity of the full sweep). --quick is
+# Without --capacity, gatekeeper calibrate first finds each admission mode's capacity with
+# the same workload, under the mode's own discipline and aging (--quick takes 180ms for all,
+# a smoke test's capacity). --quick is
 # the short sweep of make bench-quick (under 5 minutes), written to
 # bench/results/bookstore-quick. Uses the backends of GK_PRIMARY when set, else starts its
 # own (replication stopped, so that the replicas do not replay the writes on the same
@@ -73,20 +74,9 @@ OUT=${OUT:-bench/results/bookstore}
 mkdir -p "$OUT"
 DB=bookstore
 "$WORK/bookstore" load --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/" --database "$DB" >&2
-if [ -z "$CAPACITY" ]; then
-	steps=10s factor=64
-	# Calibrated under fifo, the discipline that needs the most room (a heavy unit at the
-	# head holds back the queue until it fits), with the types the scenario's proxies use;
-	# every admission mode then runs with that capacity.
-	# The proxies charge each statement its share of this machine's processors, where the
-	# database runs (estimator.backend_cpus), and so does calibrate.
-	printf 'classify:\n  type_key: tag\nestimator:\n  backend_cpus: %d\nadmission:\n  discipline: fifo\n' "$CPUS" > "$WORK/calibrate.yaml"
-	"${PIN[@]}" bin/gatekeeper calibrate --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/$DB" --workload bookstore \
-		--config "$WORK/calibrate.yaml" --clients 200 --step-duration $steps --warmup 10s --max-factor $factor |
-		tee "$OUT/calibrate.txt" >&2
-	CAPACITY=$(awk '/^  capacity: /{print $2}' "$OUT/calibrate.txt" | tail -1)
-else
-	rm -f "$OUT/calibrate.txt"
-fi
-"${PIN[@]}" "$WORK/scenario" --gatekeeper bin/gatekeeper --database "$DB" --load=false --capacity "$CAPACITY" \
+rm -f "$OUT/calibrate.txt" "$OUT"/calibrate-*.txt
+CAPACITY_ARGS=()
+[ -n "$CAPACITY" ] && CAPACITY_ARGS=(--capacity "$CAPACITY")
+# Run under the taskset of --client-cpus, as are the calibrations the scenario starts.
+"${PIN[@]}" "$WORK/scenario" --gatekeeper bin/gatekeeper --database "$DB" --load=false "${CAPACITY_ARGS[@]}" \
 	--command "bench/bookstore.sh $ALL" "${QUICK_ARGS[@]}" "${ARGS[@]}"

@@ -48,6 +48,7 @@ type options struct {
 	command                           string
 	replot                            bool
 	repeat                            int
+	calibrate                         calibration
 	// dbPID is the database server's process, when it runs on this machine (0: not).
 	dbPID int
 }
@@ -97,7 +98,11 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 45*time.Second, "measured period of a run")
 	fs.DurationVar(&o.warmup, "warmup", 15*time.Second, "run before each measurement, not counted (the proxy learns costs)")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "client-side timeout of an interaction")
-	fs.DurationVar(&o.capacity, "capacity", 0, "admission.capacity of the admission modes (gatekeeper calibrate finds it)")
+	fs.DurationVar(&o.capacity, "capacity", 0, "admission.capacity of the admission modes without one of their own (default: what gatekeeper calibrate chooses for each mode)")
+	fs.IntVar(&o.calibrate.Clients, "calibrate-clients", 200, "gatekeeper calibrate's --clients, when it chooses the capacities")
+	fs.DurationVar(&o.calibrate.Step, "calibrate-step", 10*time.Second, "gatekeeper calibrate's --step-duration")
+	fs.DurationVar(&o.calibrate.Warmup, "calibrate-warmup", 10*time.Second, "gatekeeper calibrate's --warmup")
+	fs.IntVar(&o.calibrate.MaxFactor, "calibrate-max-factor", 64, "gatekeeper calibrate's --max-factor")
 	fs.DurationVar(&o.queueTimeout, "queue-timeout", 30*time.Second, "admission.queue_timeout")
 	fs.Float64Var(&o.weight, "estimator-weight", 0.1, "estimator.weight of the proxy")
 	fs.IntVar(&o.backendCPUs, "backend-cpus", -1, "estimator.backend_cpus of the proxy; 0 charges busy time (default: the processors the database may run on, when it runs on this machine, else this machine's)")
@@ -136,8 +141,11 @@ func parseFlags(args []string) (options, error) {
 	if o.primary == "" {
 		return o, errors.New("--primary is required (or GK_PRIMARY): the MariaDB primary as host:port")
 	}
-	if slices.ContainsFunc(o.modes, func(m mode) bool { return m.Admission && m.Capacity == 0 }) && o.capacity <= 0 {
-		return o, errors.New("--capacity is required for the admission modes: run gatekeeper calibrate, or give a value such as 40ms")
+	if o.capacity < 0 {
+		return o, errors.New("--capacity must be positive, such as 40ms, or left out to calibrate each mode")
+	}
+	if o.calibrate.Clients < 1 || o.calibrate.Step <= 0 || o.calibrate.Warmup < 0 || o.calibrate.MaxFactor < 1 {
+		return o, errors.New("--calibrate-clients and --calibrate-max-factor must be at least 1, --calibrate-step positive, --calibrate-warmup not negative")
 	}
 	if o.duration <= 0 || o.warmup < 0 || o.timeout <= 0 {
 		return o, errors.New("--duration and --timeout must be positive, --warmup not negative")
@@ -208,6 +216,11 @@ func run(ctx context.Context, o options) error {
 	}
 	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Capacity: o.capacity,
 		QueueTimeout: o.queueTimeout, Weight: o.weight, BackendCPUs: o.backendCPUs, Dir: dir}
+	if o.capacity == 0 {
+		if err := calibrateModes(ctx, o, settings, o.modes); err != nil {
+			return err
+		}
+	}
 
 	var runs []runResult
 	// Client counts outer, then the repeats, modes inner in reverse order every other time,

@@ -28,6 +28,8 @@ type mode struct {
 	Aging      float64
 	// Capacity overrides the common admission.capacity (0: keep it).
 	Capacity time.Duration
+	// Calibrated: Capacity is what gatekeeper calibrate chose for the mode.
+	Calibrated bool
 }
 
 // parseModes reads a comma-separated list: direct, passthrough, fifo, sjf, sjf-aging-X; an

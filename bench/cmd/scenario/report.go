@@ -348,6 +348,38 @@ func writePlots(o options, runs []runResult) error {
 	return nil
 }
 
+// capacities names the admission capacity: the common one, or each admission mode's, a
+// calibrated one marked *.
+func capacities(o options) string {
+	if !slices.ContainsFunc(o.modes, func(m mode) bool { return m.Capacity > 0 }) {
+		return fmt.Sprintf("capacity %s", o.capacity)
+	}
+	var each []string
+	for _, m := range o.modes {
+		switch {
+		case !m.Admission:
+		case m.Calibrated:
+			each = append(each, fmt.Sprintf("%s %s*", m.Name, m.Capacity))
+		case m.Capacity > 0:
+			each = append(each, m.Name) // fifo@360ms names its own
+		default:
+			each = append(each, fmt.Sprintf("%s %s", m.Name, o.capacity))
+		}
+	}
+	return "capacity " + strings.Join(each, ", ")
+}
+
+// calibrated links the calibration curves of the modes whose capacity calibrate chose.
+func calibrated(modes []mode) string {
+	var links []string
+	for _, m := range modes {
+		if m.Calibrated {
+			links = append(links, fmt.Sprintf("[%s](calibrate-%s.txt)", m.Name, m.Name))
+		}
+	}
+	return strings.Join(links, ", ")
+}
+
 func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	runs := medians(all)
 	fmt.Fprintf(w, "# Bookstore: direct, passthrough and admission modes\n\n")
@@ -366,7 +398,7 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 		fresh = "the bookstore loaded afresh, "
 	}
 	fmt.Fprintf(w, "Each run: %sa fresh proxy, %s of warm-up (not counted; the proxy learns the costs), %s measured.\n", fresh, o.warmup, o.duration)
-	fmt.Fprintf(w, "Admission: capacity %s, queue timeout %s, type key `tag` (each interaction's statements carry\n", o.capacity, o.queueTimeout)
+	fmt.Fprintf(w, "Admission: %s, queue timeout %s, type key `tag` (each interaction's statements carry\n", capacities(o), o.queueTimeout)
 	fmt.Fprintf(w, "`/* gk:type=NAME */`), estimator weight %g, backend_cpus %d. Client timeout %s. Every interaction that failed,\n", o.weight, o.backendCPUs, o.timeout)
 	fmt.Fprintf(w, "was refused or timed out is counted in its class (CSV: `results.csv`); response times are of the\n")
 	fmt.Fprintf(w, "completed ones.\n\n")
@@ -374,7 +406,10 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 		fmt.Fprintf(w, "Every cell ran %d times, the modes in alternating order, one client count or the open loop at a\ntime. Each figure below is the median of its cell's runs, figure by figure; the short and heavy\nmeans are computed from the median class figures. `results.csv` has every run.\n\n", n)
 	}
 	fmt.Fprintf(w, "Command: `%s` (%s, gatekeeper %s), %s in all.\n\n", o.command, env.Date, env.Commit, env.Elapsed)
-	if _, err := os.Stat(filepath.Join(o.out, "calibrate.txt")); err == nil {
+	if cal := calibrated(o.modes); cal != "" {
+		fmt.Fprintf(w, "Each capacity marked * is what `gatekeeper calibrate --workload bookstore:%s --clients %d --step-duration %s` chose\n", o.mix, o.calibrate.Clients, o.calibrate.Step)
+		fmt.Fprintf(w, "before the runs, under the mode's own discipline and aging (its curve: %s).\n\n", cal)
+	} else if _, err := os.Stat(filepath.Join(o.out, "calibrate.txt")); err == nil {
 		fmt.Fprintf(w, "The capacity is what `gatekeeper calibrate --workload bookstore` chose under fifo before the runs ([its curve](calibrate.txt)).\n\n")
 	}
 	fmt.Fprintf(w, "Machine: %d CPUs (%s); Linux %s; %s; %s. %s\n\n", env.CPUs, env.CPU, env.Kernel, env.DB, env.Go, env.placement())

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -38,12 +39,18 @@ func TestParseModes(t *testing.T) {
 	}
 }
 
-func TestParseFlagsNeedsCapacityForAdmission(t *testing.T) {
-	_, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,sjf"})
-	require.ErrorContains(t, err, "--capacity is required")
+func TestParseFlagsCalibratesWithoutCapacity(t *testing.T) {
+	o, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,sjf"})
+	require.NoError(t, err)
+	require.Zero(t, o.capacity, "no capacity: each admission mode is calibrated")
+	require.Equal(t, calibration{Clients: 200, Step: 10 * time.Second, Warmup: 10 * time.Second, MaxFactor: 64}, o.calibrate)
+	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "sjf", "--calibrate-clients", "0"})
+	require.ErrorContains(t, err, "--calibrate-clients")
+	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "sjf", "--capacity", "-1s"})
+	require.ErrorContains(t, err, "--capacity must be positive")
 	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,sjf@90ms"})
 	require.NoError(t, err)
-	o, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,passthrough", "--clients", "40,10,10"})
+	o, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,passthrough", "--clients", "40,10,10"})
 	require.NoError(t, err)
 	require.Equal(t, []int{10, 40}, o.clients)
 	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct", "--clients", "10,zero"})
@@ -77,6 +84,73 @@ func TestConfigYAMLIsWhatTheModeSays(t *testing.T) {
 	got.Admission.Enabled = true
 	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "p", Proxy: true}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
 	require.False(t, got.Admission.Enabled)
+}
+
+func TestChosenCapacityIsCalibratesLastWord(t *testing.T) {
+	dir := t.TempDir()
+	write := func(text string) string {
+		p := filepath.Join(dir, "calibrate.txt")
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+		return p
+	}
+	out := `calibrate: the bookstore, shopping mix, 200 clients, against 127.0.0.1:13306
+  capacity 9ms             601.0 interactions/s  mean  277.01 ms  p95   65.88 ms  errors 0
+  capacity 28ms            798.8 interactions/s  mean  178.69 ms  p95   80.47 ms  errors 0
+
+chosen: the smallest capacity within 95% of the peak throughput
+
+admission:
+  capacity: 28ms
+`
+	c, err := chosenCapacity(write(out))
+	require.NoError(t, err)
+	require.Equal(t, 28*time.Millisecond, c)
+	_, err = chosenCapacity(write("calibrate: interrupted\n"))
+	require.ErrorContains(t, err, "no capacity chosen")
+	_, err = chosenCapacity(write("admission:\n  capacity: soon\n"))
+	require.ErrorContains(t, err, "bad capacity line")
+}
+
+func TestCalibrateYAMLIsTheModesPolicy(t *testing.T) {
+	var got struct {
+		Classify struct {
+			TypeKey string `yaml:"type_key"`
+		}
+		Estimator struct {
+			Weight      float64
+			BackendCPUs int `yaml:"backend_cpus"`
+		}
+		Admission map[string]any
+	}
+	s := proxySettings{Weight: 0.1, BackendCPUs: 2}
+	require.NoError(t, yaml.Unmarshal([]byte(calibrateYAML(mode{Name: "sjf-aging-5", Admission: true, Discipline: "sjf", Aging: 5}, s)), &got))
+	require.Equal(t, "tag", got.Classify.TypeKey)
+	require.Equal(t, 2, got.Estimator.BackendCPUs)
+	require.Equal(t, 0.1, got.Estimator.Weight)
+	require.Equal(t, map[string]any{"discipline": "sjf", "aging": 5}, got.Admission, "calibrate sets the capacity itself")
+}
+
+func TestCapacitiesNameEachModes(t *testing.T) {
+	fifo := mode{Name: "fifo", Admission: true, Discipline: "fifo"}
+	sjf := mode{Name: "sjf", Admission: true, Discipline: "sjf"}
+	direct := mode{Name: "direct"}
+	tests := []struct {
+		o    options
+		want string
+	}{
+		{options{capacity: 180 * time.Millisecond, modes: []mode{direct, fifo, sjf}}, "capacity 180ms"},
+		{options{capacity: 180 * time.Millisecond, modes: []mode{direct, fifo,
+			{Name: "sjf@60ms", Admission: true, Discipline: "sjf", Capacity: 60 * time.Millisecond}}},
+			"capacity fifo 180ms, sjf@60ms"},
+		{options{modes: []mode{direct,
+			{Name: "fifo", Admission: true, Discipline: "fifo", Capacity: 31 * time.Millisecond, Calibrated: true},
+			{Name: "sjf", Admission: true, Discipline: "sjf", Capacity: 28 * time.Millisecond, Calibrated: true}}},
+			"capacity fifo 31ms*, sjf 28ms*"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, capacities(tt.o))
+	}
+	require.Equal(t, "[sjf](calibrate-sjf.txt)", calibrated(tests[2].o.modes[2:]))
 }
 
 func TestShortAndHeavyMeansWeighByCount(t *testing.T) {
