@@ -135,7 +135,9 @@ func TestAdmissionAgingBoundIsInServiceTime(t *testing.T) {
 	mustExec(t, db, shortQuery)
 	long := typeWith(t, p, "long", 4)
 	typeWith(t, p, "short", 1)
-	require.Less(t, 3*long.Mean, long.Busy, "the long type's share of the processor against its busy time")
+	// The four overlap for all but their starts: a share of about a quarter. Under the cost
+	// (up to 250 ms), the long unit's bound would come before the short one's.
+	require.Less(t, 2*long.Mean, long.Busy, "the long type's share of the processor against its busy time")
 	require.GreaterOrEqual(t, long.Busy, 390*time.Millisecond)
 
 	a := p.cfg.Admission
