@@ -34,7 +34,7 @@ bench-micro: ## Go micro-benchmarks of the hot paths (relay, classifier, estimat
 bench-quick: build ## The bookstore scenario, short sweep (under 5 minutes); writes bench/results/bookstore-quick/
 	bench/bookstore.sh --quick
 
-bench: build ## The bookstore scenario, each admission mode calibrated, 400 and 800 clients, medians of 3 rounds (about 2.5 hours), and sysbench through the proxy against the database directly; writes bench/results/
+bench: build ## The bookstore scenario, each admission mode calibrated, 400 and 800 clients, medians of 3 rounds (about 2 hours), and sysbench through the proxy against the database directly; writes bench/results/
 	bench/bookstore.sh --clients 400,800 --warmup 60s --duration 60s --repeat 3 --out bench/results/bookstore-per-mode
 	bench/sysbench-overhead.sh
 

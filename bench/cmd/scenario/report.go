@@ -409,8 +409,6 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	if cal := calibrated(o.modes); cal != "" {
 		fmt.Fprintf(w, "Each capacity marked * is what `gatekeeper calibrate --workload bookstore:%s --clients %d --step-duration %s` chose\n", o.mix, o.calibrate.Clients, o.calibrate.Step)
 		fmt.Fprintf(w, "before the runs, under the mode's own discipline and aging (its curve: %s).\n\n", cal)
-	} else if _, err := os.Stat(filepath.Join(o.out, "calibrate.txt")); err == nil {
-		fmt.Fprintf(w, "The capacity is what `gatekeeper calibrate --workload bookstore` chose under fifo before the runs ([its curve](calibrate.txt)).\n\n")
 	}
 	fmt.Fprintf(w, "Machine: %d CPUs (%s); Linux %s; %s; %s. %s\n\n", env.CPUs, env.CPU, env.Kernel, env.DB, env.Go, env.placement())
 
