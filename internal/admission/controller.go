@@ -67,7 +67,9 @@ type Ticket struct {
 	// lane: the unit runs in the lengthy lane, inside the reserve.
 	lane bool
 	// held: the transaction waits aside for an open transaction to end.
-	held  bool
+	held bool
+	// parked: the lengthy unit waits aside for room in the lengthy lane.
+	parked bool
 	err   error
 	ready chan struct{}
 }
@@ -102,6 +104,10 @@ type Controller struct {
 	// max_open_transactions were open: they wait aside, in arrival order, so that units
 	// that are not transactions are not held behind them.
 	held heap
+	// parked are lengthy units that reached the head of the queue while the lengthy lane was
+	// full and the rest of the room is the reserve's: they wait aside, in arrival order, so
+	// that the quick units the reserve is for are not held behind them.
+	parked heap
 
 	gate    gate
 	reserve reserve
@@ -129,6 +135,7 @@ func New(cfg Config, clock Clock) *Controller {
 	c.deadlines = heap{less: byDeadline, slot: slotDeadline}
 	c.blocked = heap{less: bySeq, slot: slotOrder}
 	c.held = heap{less: bySeq, slot: slotOrder}
+	c.parked = heap{less: bySeq, slot: slotOrder}
 	c.bound = heap{less: byBound, slot: slotBound}
 	c.order = heap{less: orderFor(cfg), slot: slotOrder}
 	c.gate.init(cfg.Sessions)
@@ -206,7 +213,7 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 			return Admitted, nil
 		}
 	}
-	if c.order.len()+c.held.len() >= c.cfg.MaxQueue {
+	if c.waiting() >= c.cfg.MaxQueue {
 		c.stats.QueueFull++
 		if t.gated {
 			c.leaveGate(now)
@@ -305,25 +312,48 @@ func (c *Controller) pick(now time.Time) *Ticket {
 	return head
 }
 
-// dispatch admits waiting units while the next one fits.
+// waiting counts the units waiting for capacity.
+func (c *Controller) waiting() int { return c.order.len() + c.held.len() + c.parked.len() }
+
+// dispatch admits waiting units while the next one fits: first the parked lengthy units,
+// in arrival order, then the queue.
 func (c *Controller) dispatch(now time.Time) {
-	for c.order.len() > 0 {
-		t := c.pick(now)
+	for c.parked.len() > 0 {
+		t := c.parked.min()
 		ok, lane := c.fits(t)
-		if !ok && c.txnCapped(t) {
-			c.unqueue(t)
-			c.deadlines.push(t)
-			t.held = true
-			c.held.push(t)
-			continue
-		}
 		if !ok {
-			return
+			break
 		}
 		c.unqueue(t)
 		c.admit(t, now, lane)
 		signal(t)
 	}
+	for c.order.len() > 0 {
+		t := c.pick(now)
+		ok, lane := c.fits(t)
+		switch {
+		case !ok && c.txnCapped(t):
+			c.setAside(t, &c.held)
+			t.held = true
+		case !ok && lane:
+			// Only the lengthy lane keeps it out.
+			c.setAside(t, &c.parked)
+			t.parked = true
+		case !ok:
+			return
+		default:
+			c.unqueue(t)
+			c.admit(t, now, lane)
+			signal(t)
+		}
+	}
+}
+
+// setAside moves a queued unit to h, keeping its deadline.
+func (c *Controller) setAside(t *Ticket, h *heap) {
+	c.unqueue(t)
+	c.deadlines.push(t)
+	h.push(t)
 }
 
 // txnCapped says whether t is a transaction kept out by max_open_transactions alone.
@@ -337,6 +367,9 @@ func (c *Controller) unqueue(t *Ticket) {
 	case t.held:
 		c.held.remove(t)
 		t.held = false
+	case t.parked:
+		c.parked.remove(t)
+		t.parked = false
 	case t.state == Queued:
 		c.order.remove(t)
 		if t.pos[slotBound] >= 0 {
@@ -514,6 +547,15 @@ func (c *Controller) Configure(cfg Config) {
 			c.enqueue(t)
 		}
 	}
+	if old.Reserve != cfg.Reserve {
+		// The lane or the cutoff changed: the parked units queue again under the new rule.
+		for c.parked.len() > 0 {
+			t := c.parked.min()
+			c.parked.remove(t)
+			t.parked = false
+			c.enqueue(t)
+		}
+	}
 	if old.Sessions.BlockingQueue != cfg.Sessions.BlockingQueue || old.Sessions.SLO != cfg.Sessions.SLO {
 		c.gate.b = cfg.Sessions.BlockingQueue
 	}
@@ -561,7 +603,7 @@ func (c *Controller) Snapshot() Snapshot {
 	s := Snapshot{
 		Time: now, Discipline: c.cfg.Discipline, Aging: c.cfg.Aging,
 		Capacity: c.cfg.Capacity, Load: c.load, Running: c.running,
-		Queued: c.order.len() + c.held.len(), OpenTxns: c.openTxns,
+		Queued: c.waiting(), OpenTxns: c.openTxns,
 		ActiveLimit: c.cfg.Sessions.ActiveLimit, Active: c.gate.active,
 		Blocked: c.blocked.len(), BlockingQueue: c.gate.b,
 		AdmitNew: c.gate.admitNew, Overload: c.gate.overload,
@@ -591,6 +633,7 @@ func (c *Controller) Waiting(limit int) []Waiter {
 	defer c.mu.Unlock()
 	queued := slices.Clone(c.order.items)
 	queued = append(queued, c.held.items...)
+	queued = append(queued, c.parked.items...)
 	blocked := slices.Clone(c.blocked.items)
 	less := c.order.less
 	slices.SortFunc(queued, func(a, b *Ticket) int { return cmpBy(less, a, b) })
