@@ -67,7 +67,7 @@ func calibrateModes(ctx context.Context, o options, s proxySettings, modes []mod
 // calibrateYAML is the configuration gatekeeper calibrate runs m with.
 func calibrateYAML(m mode, s proxySettings) string {
 	return fmt.Sprintf("classify:\n  type_key: tag\nestimator:\n  weight: %g\n  backend_cpus: %d\n"+
-		"admission:\n  discipline: %s\n  aging: %g\n", s.Weight, s.BackendCPUs, m.Discipline, m.Aging)
+		"admission:\n  discipline: %s\n  aging: %g\n", s.Weight, s.BackendCPUs, m.Discipline, m.Aging) + s.Reserve.yaml()
 }
 
 // chosenCapacity reads the capacity a calibrate output at path settled on: its last

@@ -36,6 +36,7 @@ type options struct {
 	clients                           []int
 	think, duration, warmup, timeout  time.Duration
 	capacity, queueTimeout            time.Duration
+	reserve                           reserveSettings
 	weight                            float64
 	backendCPUs                       int
 	openFactor, openRate              float64
@@ -104,6 +105,9 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.calibrate.Warmup, "calibrate-warmup", 10*time.Second, "gatekeeper calibrate's --warmup")
 	fs.IntVar(&o.calibrate.MaxFactor, "calibrate-max-factor", 64, "gatekeeper calibrate's --max-factor")
 	fs.DurationVar(&o.queueTimeout, "queue-timeout", 30*time.Second, "admission.queue_timeout")
+	fs.DurationVar(&o.reserve.Floor, "reserve-floor", 0, "admission.reserve.floor of every admission mode (0: no reserve)")
+	fs.DurationVar(&o.reserve.QuickCutoff, "quick-cutoff", 20*time.Millisecond, "admission.reserve.quick_cutoff, with --reserve-floor")
+	fs.IntVar(&o.reserve.LengthyLane, "lengthy-lane", 2, "admission.reserve.lengthy_lane, with --reserve-floor")
 	fs.Float64Var(&o.weight, "estimator-weight", 0.1, "estimator.weight of the proxy")
 	fs.IntVar(&o.backendCPUs, "backend-cpus", -1, "estimator.backend_cpus of the proxy; 0 charges busy time (default: the processors the database may run on, when it runs on this machine, else this machine's)")
 	fs.Float64Var(&o.openFactor, "open", 0.9, "open loop: Poisson arrivals at this share of direct's highest closed-loop throughput; 0 skips it")
@@ -215,7 +219,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Capacity: o.capacity,
-		QueueTimeout: o.queueTimeout, Weight: o.weight, BackendCPUs: o.backendCPUs, Dir: dir}
+		QueueTimeout: o.queueTimeout, Reserve: o.reserve, Weight: o.weight, BackendCPUs: o.backendCPUs, Dir: dir}
 	if o.capacity == 0 {
 		if err := calibrateModes(ctx, o, settings, o.modes); err != nil {
 			return err

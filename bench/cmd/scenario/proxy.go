@@ -81,11 +81,26 @@ func parseModes(s string) ([]mode, error) {
 	return out, nil
 }
 
+// reserveSettings are the admission modes' quick-request reserve (off while Floor is 0).
+type reserveSettings struct {
+	Floor, QuickCutoff time.Duration
+	LengthyLane        int
+}
+
+// yaml is the reserve's block under admission:, empty when it is off.
+func (r reserveSettings) yaml() string {
+	if r.Floor <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("  reserve:\n    floor: %s\n    quick_cutoff: %s\n    lengthy_lane: %d\n", r.Floor, r.QuickCutoff, r.LengthyLane)
+}
+
 // proxySettings are the proxy's settings common to every mode.
 type proxySettings struct {
 	Binary, Primary string
 	Capacity        time.Duration
 	QueueTimeout    time.Duration
+	Reserve         reserveSettings
 	Weight          float64
 	BackendCPUs     int
 	Dir             string
@@ -121,6 +136,7 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 		}
 		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  queue_timeout: %s\n  max_queue: 100000\n",
 			capacity, m.Discipline, m.Aging, s.QueueTimeout)
+		b.WriteString(s.Reserve.yaml())
 	}
 	return b.String()
 }

@@ -398,7 +398,11 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 		fresh = "the bookstore loaded afresh, "
 	}
 	fmt.Fprintf(w, "Each run: %sa fresh proxy, %s of warm-up (not counted; the proxy learns the costs), %s measured.\n", fresh, o.warmup, o.duration)
-	fmt.Fprintf(w, "Admission: %s, queue timeout %s, type key `tag` (each interaction's statements carry\n", capacities(o), o.queueTimeout)
+	reserve := ""
+	if r := o.reserve; r.Floor > 0 {
+		reserve = fmt.Sprintf(", a reserve of %s for units expected to cost under %s (lengthy lane %d)", r.Floor, r.QuickCutoff, r.LengthyLane)
+	}
+	fmt.Fprintf(w, "Admission: %s%s, queue timeout %s, type key `tag` (each interaction's statements carry\n", capacities(o), reserve, o.queueTimeout)
 	fmt.Fprintf(w, "`/* gk:type=NAME */`), estimator weight %g, backend_cpus %d. Client timeout %s. Every interaction that failed,\n", o.weight, o.backendCPUs, o.timeout)
 	fmt.Fprintf(w, "was refused or timed out is counted in its class (CSV: `results.csv`); response times are of the\n")
 	fmt.Fprintf(w, "completed ones.\n\n")

@@ -84,6 +84,22 @@ func TestConfigYAMLIsWhatTheModeSays(t *testing.T) {
 	got.Admission.Enabled = true
 	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "p", Proxy: true}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
 	require.False(t, got.Admission.Enabled)
+	require.NotContains(t, configYAML(mode{Name: "f", Proxy: true, Admission: true, Discipline: "fifo"}, s, "127.0.0.1:1", "127.0.0.1:2"), "reserve")
+
+	s.Reserve = reserveSettings{Floor: 200 * time.Millisecond, QuickCutoff: 20 * time.Millisecond, LengthyLane: 2}
+	var withReserve struct {
+		Admission struct {
+			Reserve struct {
+				Floor       string
+				QuickCutoff string `yaml:"quick_cutoff"`
+				LengthyLane int    `yaml:"lengthy_lane"`
+			}
+		}
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "f", Proxy: true, Admission: true, Discipline: "fifo"}, s, "127.0.0.1:1", "127.0.0.1:2")), &withReserve))
+	require.Equal(t, "200ms", withReserve.Admission.Reserve.Floor)
+	require.Equal(t, "20ms", withReserve.Admission.Reserve.QuickCutoff)
+	require.Equal(t, 2, withReserve.Admission.Reserve.LengthyLane)
 }
 
 func TestChosenCapacityIsCalibratesLastWord(t *testing.T) {
