@@ -70,8 +70,8 @@ type Ticket struct {
 	held bool
 	// parked: the lengthy unit waits aside for room in the lengthy lane.
 	parked bool
-	err   error
-	ready chan struct{}
+	err    error
+	ready  chan struct{}
 }
 
 // State returns where the unit is.
