@@ -592,6 +592,8 @@ type Snapshot struct {
 	// Reserve (when its floor is set).
 	Reserve time.Duration
 	Lane    int
+	// Parked counts the lengthy units waiting aside for room in the lane (also in Queued).
+	Parked int
 	Counters
 }
 
@@ -607,7 +609,7 @@ func (c *Controller) Snapshot() Snapshot {
 		ActiveLimit: c.cfg.Sessions.ActiveLimit, Active: c.gate.active,
 		Blocked: c.blocked.len(), BlockingQueue: c.gate.b,
 		AdmitNew: c.gate.admitNew, Overload: c.gate.overload,
-		Lane: c.lane, Counters: c.stats,
+		Lane: c.lane, Parked: c.parked.len(), Counters: c.stats,
 	}
 	if c.cfg.Reserve.Floor > 0 {
 		s.Reserve = c.reserveValue()

@@ -205,7 +205,7 @@ func (s *script) state() string {
 			sn.Active, sn.Blocked, sn.BlockingQueue, sn.AdmitNew, sn.Overload)
 	}
 	if s.cfg.Reserve.Floor > 0 {
-		out += fmt.Sprintf(" reserve=%s lane=%d", sn.Reserve, sn.Lane)
+		out += fmt.Sprintf(" reserve=%s lane=%d parked=%d", sn.Reserve, sn.Lane, sn.Parked)
 	}
 	return out
 }

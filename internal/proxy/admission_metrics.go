@@ -74,13 +74,14 @@ var (
 	descAdmitNew = prometheus.NewDesc("gatekeeper_admission_new_sessions_admitted", "1 while the session gate lets new sessions in, 0 while it refuses them.", nil, nil)
 	descReserve  = prometheus.NewDesc("gatekeeper_admission_reserve_seconds", "Capacity kept for quick units now.", nil, nil)
 	descLane     = prometheus.NewDesc("gatekeeper_admission_lengthy_lane", "Lengthy units running inside the reserve.", nil, nil)
+	descParked   = prometheus.NewDesc("gatekeeper_admission_lengthy_parked", "Lengthy units waiting for room in the lengthy lane (counted in the queue length too).", nil, nil)
 	descPolRate  = prometheus.NewDesc("gatekeeper_admission_policer_rate", "A rate policer's current rate, units per second.", []string{"policer"}, nil)
 	descPolUnits = prometheus.NewDesc("gatekeeper_admission_policer_units_total", "Units a rate policer matched, by outcome (allowed, refused), since it was configured.", []string{"policer", "outcome"}, nil)
 )
 
 func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descBlocked, descRunning, descLoad, descCapacity,
-		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane,
+		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane, descParked,
 		descPolRate, descPolUnits} {
 		ch <- d
 	}
@@ -108,6 +109,7 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descAdmitNew, admitNew)
 	gauge(descReserve, s.Reserve.Seconds())
 	gauge(descLane, float64(s.Lane))
+	gauge(descParked, float64(s.Parked))
 	for _, p := range c.policers().States() {
 		ch <- prometheus.MustNewConstMetric(descPolRate, prometheus.GaugeValue, p.Rate, p.Name)
 		ch <- prometheus.MustNewConstMetric(descPolUnits, prometheus.CounterValue, float64(p.Allowed), p.Name, "allowed")
