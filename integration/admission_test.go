@@ -336,3 +336,53 @@ func TestAdmissionAcceptRate(t *testing.T) {
 	var one int
 	require.NoError(t, first.QueryRow("SELECT 1").Scan(&one))
 }
+
+// With the quick-request reserve, a lengthy unit that only the full lengthy lane keeps out
+// waits aside, and a quick unit behind it in FIFO order runs at once: capacity 1000 ms with
+// 700 ms kept for units under 100 ms, so the first long unit (400 ms) takes the one-unit
+// lane and the second waits for it.
+func TestAdmissionReserveLetsQuickUnitsPastTheLengthyLane(t *testing.T) {
+	p := admissionProxy(t, func(a *config.Admission) {
+		a.Discipline = "fifo"
+		a.Capacity = time.Second
+		a.Reserve = config.Reserve{Floor: 700 * time.Millisecond, QuickCutoff: 100 * time.Millisecond, LengthyLane: 1}
+	})
+	db := openDB(t, p.Addr, "")
+	db.SetMaxOpenConns(10)
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	run := func(name, q string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := db.Exec(q); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+		}()
+	}
+	run("long1", longQuery)
+	waitFor(t, 5*time.Second, "the first long unit to run in the lane", func() bool { return p.Admission().Snapshot().Lane == 1 })
+	run("long2", longQuery)
+	waitQueued(t, p, 1)
+	s := p.Admission().Snapshot()
+	assert.Equal(t, 1, s.Parked, "the second long unit waits for the lane")
+	w := p.Admission().Waiting(10)
+	require.Len(t, w, 1)
+	assert.True(t, w[0].Parked)
+	assert.Equal(t, 1.0, metricValue(t, p, "gatekeeper_admission_lengthy_parked", nil))
+	assert.Equal(t, 1.0, metricValue(t, p, "gatekeeper_admission_lengthy_lane", nil))
+
+	run("short", shortQuery)
+	wg.Wait()
+	assert.Equal(t, []string{"short", "long1", "long2"}, order)
+	s = p.Admission().Snapshot()
+	assert.Zero(t, s.Parked)
+	assert.Zero(t, s.Lane)
+	assert.Zero(t, s.Load)
+}

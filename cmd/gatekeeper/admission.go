@@ -35,6 +35,9 @@ func (q queueSource) Queue() admin.QueueResponse {
 		TimedOut:  s.TimedOut,
 		ReserveMS: ms(s.Reserve),
 	}
+	if s.Reserve > 0 {
+		r.LengthyLane, r.LengthyParked = s.Lane, s.Parked
+	}
 	if s.ActiveLimit > 0 {
 		r.Sessions = &admin.SessionGate{
 			ActiveLimit: s.ActiveLimit, Active: s.Active, Blocked: s.Blocked,
@@ -55,6 +58,7 @@ func (q queueSource) Queue() admin.QueueResponse {
 		r.Waiting = append(r.Waiting, admin.QueueEntry{
 			Type: fmt.Sprintf("%016x", w.Type), Sample: samples[estimator.Key(w.Type)],
 			Conn: w.Conn, CostMS: ms(w.Cost), WaitedMS: ms(w.Waited), Blocked: w.Blocked,
+			Parked: w.Parked,
 		})
 	}
 	return r

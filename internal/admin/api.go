@@ -81,6 +81,10 @@ type QueueResponse struct {
 	Sessions *SessionGate `json:"sessions,omitempty"`
 	// ReserveMS is the capacity kept for quick units now, when the reserve is on.
 	ReserveMS float64 `json:"reserve_ms,omitempty"`
+	// LengthyLane counts the lengthy units running inside the reserve, and LengthyParked
+	// those waiting for room in that lane (also in Queued), when the reserve is on.
+	LengthyLane   int `json:"lengthy_lane,omitempty"`
+	LengthyParked int `json:"lengthy_parked,omitempty"`
 	// Waiting lists the waiting units, in the order they would be admitted (up to a limit).
 	Waiting []QueueEntry `json:"waiting"`
 }
@@ -110,4 +114,6 @@ type QueueEntry struct {
 	WaitedMS float64 `json:"waited_ms"`
 	// Blocked: in the session gate's blocking queue rather than waiting for capacity.
 	Blocked bool `json:"blocked,omitempty"`
+	// Parked: a lengthy unit waiting for room in the reserve's lengthy lane.
+	Parked bool `json:"parked,omitempty"`
 }

@@ -624,6 +624,8 @@ type Waiter struct {
 	Cost    time.Duration
 	Waited  time.Duration
 	Blocked bool
+	// Parked: a lengthy unit waiting for room in the lengthy lane.
+	Parked bool
 }
 
 // Waiting lists up to limit waiting units: those waiting for capacity in the order the
@@ -646,7 +648,7 @@ func (c *Controller) Waiting(limit int) []Waiter {
 			break
 		}
 		out = append(out, Waiter{Type: t.req.Type, Conn: t.req.Conn, Cost: t.req.Cost,
-			Waited: now.Sub(t.arrived), Blocked: t.state == Blocked})
+			Waited: now.Sub(t.arrived), Blocked: t.state == Blocked, Parked: t.parked})
 	}
 	return out
 }

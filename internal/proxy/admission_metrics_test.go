@@ -50,6 +50,10 @@ func TestAdmissionCollectorShowsTheLengthyLane(t *testing.T) {
 		require.Equal(t, want, got, name)
 	}
 
+	waiting := ctl.Waiting(10)
+	require.Len(t, waiting, 1)
+	require.True(t, waiting[0].Parked, "/api/v1/queue marks the unit that waits for the lane")
+
 	ctl.Release(&inLane, 60*time.Millisecond)
 	got, err := gaugeValue(reg, "gatekeeper_admission_lengthy_parked")
 	require.NoError(t, err)

@@ -185,7 +185,8 @@ func (v View) Render(w io.Writer, f *Frame) {
 				g.Active, g.ActiveLimit, g.Blocked, g.BlockingQueue, state, g.NewRefused, g.Aborted)
 		}
 		if q.ReserveMS > 0 {
-			line("reserve: %.1f ms kept for quick units", q.ReserveMS)
+			line("reserve: %.1f ms kept for quick units - lengthy lane %d running, %d waiting for it",
+				q.ReserveMS, q.LengthyLane, q.LengthyParked)
 		}
 	}
 	if v.Keys {

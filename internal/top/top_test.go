@@ -66,11 +66,11 @@ func TestRenderQueue(t *testing.T) {
 
 	f.Queue.Aging = 5
 	f.Queue.Sessions = &admin.SessionGate{ActiveLimit: 50, Active: 50, Blocked: 4, BlockingQueue: 8, NewRefused: 12}
-	f.Queue.ReserveMS = 120
+	f.Queue.ReserveMS, f.Queue.LengthyLane, f.Queue.LengthyParked = 120, 1, 2
 	lines = render(t, View{Sort: "share"}, f)
 	assert.True(t, strings.HasPrefix(lines[1], "admission: sjf aging 5 - "), lines[1])
 	assert.Equal(t, "sessions: 50 of 50 active, 4 blocked (B 8) - new sessions refused - refused new 12, aborted 0", lines[2])
-	assert.Equal(t, "reserve: 120.0 ms kept for quick units", lines[3])
+	assert.Equal(t, "reserve: 120.0 ms kept for quick units - lengthy lane 1 running, 2 waiting for it", lines[3])
 
 	f.Types.Types = nil
 	lines = render(t, View{Sort: "share"}, f)
