@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 
 	"errors"
 	"strings"
@@ -50,30 +51,49 @@ func waitQueued(t *testing.T, p *testProxy, n int) {
 	waitFor(t, 5*time.Second, "units queued", func() bool { return p.Admission().Snapshot().Queued == n })
 }
 
+// finishes runs statements through the proxy, each on its own connection, and records the
+// order in which they end.
+type finishes struct {
+	t     *testing.T
+	db    *sql.DB
+	mu    sync.Mutex
+	order []string
+	wg    sync.WaitGroup
+}
+
+func newFinishes(t *testing.T, p *testProxy) *finishes {
+	db := openDB(t, p.Addr, "")
+	db.SetMaxOpenConns(10)
+	return &finishes{t: t, db: db}
+}
+
+// run starts q, named name.
+func (f *finishes) run(name, q string) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		if _, err := f.db.Exec(q); err != nil {
+			f.t.Errorf("%s: %v", name, err)
+		}
+		f.mu.Lock()
+		f.order = append(f.order, name)
+		f.mu.Unlock()
+	}()
+}
+
+// wait waits for every statement started and returns the names in the order they ended.
+func (f *finishes) wait() []string {
+	f.wg.Wait()
+	return f.order
+}
+
 // finishOrder runs a long unit holding the capacity, then queues a second long unit and
 // then a short one behind it, and returns the order in which the second long and the
 // short unit finished.
 func finishOrder(t *testing.T, p *testProxy, gap time.Duration) []string {
 	t.Helper()
-	db := openDB(t, p.Addr, "")
-	db.SetMaxOpenConns(10)
-	var (
-		mu    sync.Mutex
-		order []string
-		wg    sync.WaitGroup
-	)
-	run := func(name, q string) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := db.Exec(q); err != nil {
-				t.Errorf("%s: %v", name, err)
-			}
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
-		}()
-	}
+	f := newFinishes(t, p)
+	run := f.run
 	run("blocker", longQuery)
 	waitFor(t, 5*time.Second, "the blocker to run", func() bool { return p.Admission().Snapshot().Running == 1 })
 	run("long", longQuery)
@@ -86,7 +106,7 @@ func finishOrder(t *testing.T, p *testProxy, gap time.Duration) []string {
 	}
 	run("short", shortQuery)
 	waitQueued(t, p, 2)
-	wg.Wait()
+	order := f.wait()
 	require.Equal(t, "blocker", order[0])
 	return order[1:]
 }
@@ -347,25 +367,8 @@ func TestAdmissionReserveLetsQuickUnitsPastTheLengthyLane(t *testing.T) {
 		a.Capacity = time.Second
 		a.Reserve = config.Reserve{Floor: 700 * time.Millisecond, QuickCutoff: 100 * time.Millisecond, LengthyLane: 1}
 	})
-	db := openDB(t, p.Addr, "")
-	db.SetMaxOpenConns(10)
-	var (
-		mu    sync.Mutex
-		order []string
-		wg    sync.WaitGroup
-	)
-	run := func(name, q string) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := db.Exec(q); err != nil {
-				t.Errorf("%s: %v", name, err)
-			}
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
-		}()
-	}
+	f := newFinishes(t, p)
+	run := f.run
 	run("long1", longQuery)
 	waitFor(t, 5*time.Second, "the first long unit to run in the lane", func() bool { return p.Admission().Snapshot().Lane == 1 })
 	run("long2", longQuery)
@@ -379,8 +382,7 @@ func TestAdmissionReserveLetsQuickUnitsPastTheLengthyLane(t *testing.T) {
 	assert.Equal(t, 1.0, metricValue(t, p, "gatekeeper_admission_lengthy_lane", nil))
 
 	run("short", shortQuery)
-	wg.Wait()
-	assert.Equal(t, []string{"short", "long1", "long2"}, order)
+	assert.Equal(t, []string{"short", "long1", "long2"}, f.wait())
 	s = p.Admission().Snapshot()
 	assert.Zero(t, s.Parked)
 	assert.Zero(t, s.Lane)
