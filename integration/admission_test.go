@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"database/sql"
-
 	"errors"
 	"strings"
 	"sync"
