@@ -66,8 +66,12 @@ func calibrateModes(ctx context.Context, o options, s proxySettings, modes []mod
 
 // calibrateYAML is the configuration gatekeeper calibrate runs m with.
 func calibrateYAML(m mode, s proxySettings) string {
+	reserve := ""
+	if m.Reserve {
+		reserve = s.Reserve.yaml()
+	}
 	return fmt.Sprintf("classify:\n  type_key: tag\nestimator:\n  weight: %g\n  backend_cpus: %d\n"+
-		"admission:\n  discipline: %s\n  aging: %g\n", s.Weight, s.BackendCPUs, m.Discipline, m.Aging) + s.Reserve.yaml()
+		"admission:\n  discipline: %s\n  aging: %g\n", s.Weight, s.BackendCPUs, m.Discipline, m.Aging) + reserve
 }
 
 // chosenCapacity reads the capacity a calibrate output at path settled on: its last

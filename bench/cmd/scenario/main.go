@@ -105,7 +105,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.calibrate.Warmup, "calibrate-warmup", 10*time.Second, "gatekeeper calibrate's --warmup")
 	fs.IntVar(&o.calibrate.MaxFactor, "calibrate-max-factor", 64, "gatekeeper calibrate's --max-factor")
 	fs.DurationVar(&o.queueTimeout, "queue-timeout", 30*time.Second, "admission.queue_timeout")
-	fs.DurationVar(&o.reserve.Floor, "reserve-floor", 0, "admission.reserve.floor of every admission mode (0: no reserve)")
+	fs.DurationVar(&o.reserve.Floor, "reserve-floor", 0, "admission.reserve.floor of the modes marked +reserve, or of every admission mode when none is (0: no reserve)")
 	fs.DurationVar(&o.reserve.QuickCutoff, "quick-cutoff", 20*time.Millisecond, "admission.reserve.quick_cutoff, with --reserve-floor")
 	fs.IntVar(&o.reserve.LengthyLane, "lengthy-lane", 2, "admission.reserve.lengthy_lane, with --reserve-floor")
 	fs.Float64Var(&o.weight, "estimator-weight", 0.1, "estimator.weight of the proxy")
@@ -131,6 +131,9 @@ func parseFlags(args []string) (options, error) {
 		return o, nil
 	}
 	if o.modes, err = parseModes(modes); err != nil {
+		return o, err
+	}
+	if err := o.assignReserve(); err != nil {
 		return o, err
 	}
 	if o.clients, err = parseInts(clients); err != nil {
@@ -166,6 +169,21 @@ func parseFlags(args []string) (options, error) {
 		o.command = "go run ./bench/cmd/scenario " + strings.Join(args, " ")
 	}
 	return o, nil
+}
+
+// assignReserve gives --reserve-floor's reserve to the modes marked +reserve, or to every
+// admission mode when none is marked.
+func (o *options) assignReserve() error {
+	marked := slices.ContainsFunc(o.modes, func(m mode) bool { return m.Reserve })
+	if marked && o.reserve.Floor <= 0 {
+		return errors.New("--modes: a mode marked +reserve takes the reserve of --reserve-floor; give --reserve-floor, such as 40ms")
+	}
+	if !marked && o.reserve.Floor > 0 {
+		for i := range o.modes {
+			o.modes[i].Reserve = o.modes[i].Admission
+		}
+	}
+	return nil
 }
 
 func envOr(name, def string) string {

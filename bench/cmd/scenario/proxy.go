@@ -30,10 +30,13 @@ type mode struct {
 	Capacity time.Duration
 	// Calibrated: Capacity is what gatekeeper calibrate chose for the mode.
 	Calibrated bool
+	// Reserve: the mode takes the quick-request reserve of --reserve-floor.
+	Reserve bool
 }
 
 // parseModes reads a comma-separated list: direct, passthrough, fifo, sjf, sjf-aging-X; an
-// admission mode may name its own capacity after @, as in fifo@360ms.
+// admission mode may name its own capacity after @, as in fifo@360ms, and take the reserve
+// with +reserve at the end, as in sjf@80ms+reserve.
 func parseModes(s string) ([]mode, error) {
 	var out []mode
 	seen := map[string]bool{}
@@ -47,6 +50,7 @@ func parseModes(s string) ([]mode, error) {
 		}
 		seen[name] = true
 		m := mode{Name: name}
+		name, m.Reserve = strings.CutSuffix(name, "+reserve")
 		base, capacity, withCapacity := strings.Cut(name, "@")
 		if withCapacity {
 			d, err := time.ParseDuration(capacity)
@@ -68,10 +72,13 @@ func parseModes(s string) ([]mode, error) {
 			}
 			m.Proxy, m.Admission, m.Discipline, m.Aging = true, true, "sjf", x
 		default:
-			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, fifo, sjf or sjf-aging-X", name)
+			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, fifo, sjf or sjf-aging-X, an admission mode with its own capacity after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve", m.Name)
 		}
 		if m.Capacity > 0 && !m.Admission {
 			return nil, fmt.Errorf("--modes: %s: only an admission mode (fifo, sjf, sjf-aging-X) has a capacity", m.Name)
+		}
+		if m.Reserve && !m.Admission {
+			return nil, fmt.Errorf("--modes: %s: only an admission mode (fifo, sjf, sjf-aging-X) takes the reserve", m.Name)
 		}
 		out = append(out, m)
 	}
@@ -136,7 +143,9 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 		}
 		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  queue_timeout: %s\n  max_queue: 100000\n",
 			capacity, m.Discipline, m.Aging, s.QueueTimeout)
-		b.WriteString(s.Reserve.yaml())
+		if m.Reserve {
+			b.WriteString(s.Reserve.yaml())
+		}
 	}
 	return b.String()
 }

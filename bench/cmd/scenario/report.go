@@ -401,6 +401,9 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	reserve := ""
 	if r := o.reserve; r.Floor > 0 {
 		reserve = fmt.Sprintf(", a reserve of %s for units expected to cost under %s (lengthy lane %d)", r.Floor, r.QuickCutoff, r.LengthyLane)
+		if slices.ContainsFunc(o.modes, func(m mode) bool { return m.Admission && !m.Reserve }) {
+			reserve += " in the modes marked +reserve"
+		}
 	}
 	fmt.Fprintf(w, "Admission: %s%s, queue timeout %s, type key `tag` (each interaction's statements carry\n", capacities(o), reserve, o.queueTimeout)
 	fmt.Fprintf(w, "`/* gk:type=NAME */`), estimator weight %g, backend_cpus %d. Client timeout %s. Every interaction that failed,\n", o.weight, o.backendCPUs, o.timeout)
@@ -623,10 +626,19 @@ func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 			fmt.Fprintf(w, "Direct at %d clients had not settled (X(R+Z)/N = %.2f, see below): its throughput reads high, and\nthe ratios against it are unfavourable to the other modes. A longer --warmup settles it.\n\n", n, littleRatio(*r, o.think))
 		}
 	}
-	sjf, fifo, direct := find(runs, "sjf", "open", 0), find(runs, "fifo", "open", 0), find(runs, "direct", "open", 0)
-	if sjf != nil {
-		fmt.Fprintf(w, "Open loop at %.1f arrivals/s: mean response time fifo / sjf = %s, direct / sjf = %s.\n\n", sjf.Rate,
-			ratioOf(fifo, sjf), ratioOf(direct, sjf))
+	fifo, direct := find(runs, "fifo", "open", 0), find(runs, "direct", "open", 0)
+	var each []string
+	rate := 0.0
+	for _, m := range o.modes {
+		r := find(runs, m.Name, "open", 0)
+		if r == nil || !m.Admission || m.Name == "fifo" {
+			continue
+		}
+		rate = r.Rate
+		each = append(each, fmt.Sprintf("fifo / %s = %s, direct / %s = %s", m.Name, ratioOf(fifo, r), m.Name, ratioOf(direct, r)))
+	}
+	if len(each) > 0 {
+		fmt.Fprintf(w, "Open loop at %.1f arrivals/s, mean response time: %s.\n\n", rate, strings.Join(each, "; "))
 	}
 }
 

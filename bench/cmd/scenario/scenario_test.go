@@ -14,7 +14,7 @@ import (
 )
 
 func TestParseModes(t *testing.T) {
-	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5,fifo@360ms")
+	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5,fifo@360ms,sjf@80ms+reserve,fifo+reserve")
 	require.NoError(t, err)
 	require.Equal(t, []mode{
 		{Name: "direct"},
@@ -23,20 +23,36 @@ func TestParseModes(t *testing.T) {
 		{Name: "sjf", Proxy: true, Admission: true, Discipline: "sjf"},
 		{Name: "sjf-aging-2.5", Proxy: true, Admission: true, Discipline: "sjf", Aging: 2.5},
 		{Name: "fifo@360ms", Proxy: true, Admission: true, Discipline: "fifo", Capacity: 360 * time.Millisecond},
+		{Name: "sjf@80ms+reserve", Proxy: true, Admission: true, Discipline: "sjf", Capacity: 80 * time.Millisecond, Reserve: true},
+		{Name: "fifo+reserve", Proxy: true, Admission: true, Discipline: "fifo", Reserve: true},
 	}, ms)
 
 	for in, msg := range map[string]string{
-		"lifo":        "unknown mode",
-		"sjf-aging-0": "positive number",
-		"sjf-aging-x": "positive number",
-		"fifo,fifo":   "listed twice",
-		" , ":         "no mode",
-		"fifo@soon":   "positive duration",
-		"direct@1s":   "only an admission mode",
+		"lifo":                "unknown mode",
+		"sjf-aging-0":         "positive number",
+		"sjf-aging-x":         "positive number",
+		"fifo,fifo":           "listed twice",
+		" , ":                 "no mode",
+		"fifo@soon":           "positive duration",
+		"direct@1s":           "only an admission mode",
+		"passthrough+reserve": "takes the reserve",
+		"sjf+reserve@1s":      "then +reserve",
 	} {
 		_, err := parseModes(in)
 		require.ErrorContains(t, err, msg, in)
 	}
+}
+
+func TestParseFlagsGivesTheReserveToTheMarkedModes(t *testing.T) {
+	o, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,fifo,sjf", "--reserve-floor", "40ms"})
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, true, true}, []bool{o.modes[0].Reserve, o.modes[1].Reserve, o.modes[2].Reserve},
+		"no mode marked: every admission mode takes the reserve")
+	o, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,fifo,sjf+reserve", "--reserve-floor", "40ms"})
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, false, true}, []bool{o.modes[0].Reserve, o.modes[1].Reserve, o.modes[2].Reserve})
+	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "fifo,sjf+reserve"})
+	require.ErrorContains(t, err, "give --reserve-floor")
 }
 
 func TestParseFlagsCalibratesWithoutCapacity(t *testing.T) {
@@ -96,7 +112,9 @@ func TestConfigYAMLIsWhatTheModeSays(t *testing.T) {
 			}
 		}
 	}
-	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "f", Proxy: true, Admission: true, Discipline: "fifo"}, s, "127.0.0.1:1", "127.0.0.1:2")), &withReserve))
+	require.NotContains(t, configYAML(mode{Name: "f", Proxy: true, Admission: true, Discipline: "fifo"}, s, "127.0.0.1:1", "127.0.0.1:2"), "reserve",
+		"a mode not marked +reserve runs without it")
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "f", Proxy: true, Admission: true, Discipline: "fifo", Reserve: true}, s, "127.0.0.1:1", "127.0.0.1:2")), &withReserve))
 	require.Equal(t, "200ms", withReserve.Admission.Reserve.Floor)
 	require.Equal(t, "20ms", withReserve.Admission.Reserve.QuickCutoff)
 	require.Equal(t, 2, withReserve.Admission.Reserve.LengthyLane)
