@@ -92,10 +92,9 @@ func (f *finishes) wait() []string {
 func finishOrder(t *testing.T, p *testProxy, gap time.Duration) []string {
 	t.Helper()
 	f := newFinishes(t, p)
-	run := f.run
-	run("blocker", longQuery)
+	f.run("blocker", longQuery)
 	waitFor(t, 5*time.Second, "the blocker to run", func() bool { return p.Admission().Snapshot().Running == 1 })
-	run("long", longQuery)
+	f.run("long", longQuery)
 	waitQueued(t, p, 1)
 	if gap > 0 {
 		waitFor(t, gap+5*time.Second, "the long unit to have waited the gap", func() bool {
@@ -103,7 +102,7 @@ func finishOrder(t *testing.T, p *testProxy, gap time.Duration) []string {
 			return len(w) == 1 && w[0].Waited >= gap
 		})
 	}
-	run("short", shortQuery)
+	f.run("short", shortQuery)
 	waitQueued(t, p, 2)
 	order := f.wait()
 	require.Equal(t, "blocker", order[0])
@@ -367,10 +366,9 @@ func TestAdmissionReserveLetsQuickUnitsPastTheLengthyLane(t *testing.T) {
 		a.Reserve = config.Reserve{Floor: 700 * time.Millisecond, QuickCutoff: 100 * time.Millisecond, LengthyLane: 1}
 	})
 	f := newFinishes(t, p)
-	run := f.run
-	run("long1", longQuery)
+	f.run("long1", longQuery)
 	waitFor(t, 5*time.Second, "the first long unit to run in the lane", func() bool { return p.Admission().Snapshot().Lane == 1 })
-	run("long2", longQuery)
+	f.run("long2", longQuery)
 	waitQueued(t, p, 1)
 	s := p.Admission().Snapshot()
 	assert.Equal(t, 1, s.Parked, "the second long unit waits for the lane")
@@ -380,7 +378,7 @@ func TestAdmissionReserveLetsQuickUnitsPastTheLengthyLane(t *testing.T) {
 	assert.Equal(t, 1.0, metricValue(t, p, "gatekeeper_admission_lengthy_parked", nil))
 	assert.Equal(t, 1.0, metricValue(t, p, "gatekeeper_admission_lengthy_lane", nil))
 
-	run("short", shortQuery)
+	f.run("short", shortQuery)
 	assert.Equal(t, []string{"short", "long1", "long2"}, f.wait())
 	s = p.Admission().Snapshot()
 	assert.Zero(t, s.Parked)
