@@ -106,7 +106,8 @@ type Controller struct {
 	held heap
 	// parked are lengthy units that reached the head of the queue while the lengthy lane was
 	// full and the rest of the room is the reserve's: they wait aside, in arrival order, so
-	// that the quick units the reserve is for are not held behind them.
+	// that the quick units the reserve is for are not held behind them. Which goes first, a
+	// parked unit or the queue's next, is the discipline's choice (see dispatch).
 	parked heap
 
 	gate    gate
@@ -315,36 +316,42 @@ func (c *Controller) pick(now time.Time) *Ticket {
 // waiting counts the units waiting for capacity.
 func (c *Controller) waiting() int { return c.order.len() + c.held.len() + c.parked.len() }
 
-// dispatch admits waiting units while the next one fits: first the parked lengthy units,
-// in arrival order, then the queue.
+// dispatch admits waiting units while the next one fits. A parked lengthy unit goes before
+// the queue's next unit when the discipline puts it first: under fifo the earlier arrival,
+// under sjf the cheaper, so that under sjf a lengthy unit takes the lane only when no
+// cheaper unit waits for the room.
 func (c *Controller) dispatch(now time.Time) {
-	for c.parked.len() > 0 {
-		t := c.parked.min()
-		ok, lane := c.fits(t)
-		if !ok {
-			break
+	for {
+		var q *Ticket
+		if c.order.len() > 0 {
+			q = c.pick(now)
 		}
-		c.unqueue(t)
-		c.admit(t, now, lane)
-		signal(t)
-	}
-	for c.order.len() > 0 {
-		t := c.pick(now)
-		ok, lane := c.fits(t)
+		if p := c.parked.min(); p != nil && (q == nil || c.order.less(p, q)) {
+			if ok, lane := c.fits(p); ok {
+				c.unqueue(p)
+				c.admit(p, now, lane)
+				signal(p)
+				continue
+			}
+		}
+		if q == nil {
+			return
+		}
+		ok, lane := c.fits(q)
 		switch {
-		case !ok && c.txnCapped(t):
-			c.setAside(t, &c.held)
-			t.held = true
+		case !ok && c.txnCapped(q):
+			c.setAside(q, &c.held)
+			q.held = true
 		case !ok && lane:
 			// Only the lengthy lane keeps it out.
-			c.setAside(t, &c.parked)
-			t.parked = true
+			c.setAside(q, &c.parked)
+			q.parked = true
 		case !ok:
 			return
 		default:
-			c.unqueue(t)
-			c.admit(t, now, lane)
-			signal(t)
+			c.unqueue(q)
+			c.admit(q, now, lane)
+			signal(q)
 		}
 	}
 }
