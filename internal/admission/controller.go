@@ -136,7 +136,7 @@ func New(cfg Config, clock Clock) *Controller {
 	c.deadlines = heap{less: byDeadline, slot: slotDeadline}
 	c.blocked = heap{less: bySeq, slot: slotOrder}
 	c.held = heap{less: bySeq, slot: slotOrder}
-	c.parked = heap{less: bySeq, slot: slotOrder}
+	c.parked = heap{less: parkedOrder(cfg), slot: slotOrder}
 	c.bound = heap{less: byBound, slot: slotBound}
 	c.order = heap{less: orderFor(cfg), slot: slotOrder}
 	c.gate.init(cfg.Sessions)
@@ -169,6 +169,15 @@ func byDeadline(a, b *Ticket) bool {
 func orderFor(cfg Config) func(a, b *Ticket) bool {
 	if cfg.Discipline == SJF {
 		return byCost
+	}
+	return bySeq
+}
+
+// parkedOrder is the order of the parked lengthy units among themselves: by aging bound
+// under sjf with aging, else by arrival.
+func parkedOrder(cfg Config) func(a, b *Ticket) bool {
+	if cfg.Discipline == SJF && cfg.Aging > 0 {
+		return byBound
 	}
 	return bySeq
 }
@@ -313,25 +322,36 @@ func (c *Controller) pick(now time.Time) *Ticket {
 	return head
 }
 
+// due says whether the parked unit p must go before q to keep its aging bound: q would
+// still run when p's bound passes.
+func (c *Controller) due(p, q *Ticket, now time.Time) bool {
+	return c.aging() && now.Add(q.req.service()).After(p.bound)
+}
+
 // waiting counts the units waiting for capacity.
 func (c *Controller) waiting() int { return c.order.len() + c.held.len() + c.parked.len() }
 
 // dispatch admits waiting units while the next one fits. A parked lengthy unit goes before
 // the queue's next unit when the discipline puts it first: under fifo the earlier arrival,
 // under sjf the cheaper, so that under sjf a lengthy unit takes the lane only when no
-// cheaper unit waits for the room.
+// cheaper unit waits for the room, unless its aging bound comes first: then it holds the
+// room as the queue's head would, and only a full lane lets the units behind it pass.
 func (c *Controller) dispatch(now time.Time) {
 	for {
 		var q *Ticket
 		if c.order.len() > 0 {
 			q = c.pick(now)
 		}
-		if p := c.parked.min(); p != nil && (q == nil || c.order.less(p, q)) {
-			if ok, lane := c.fits(p); ok {
+		if p := c.parked.min(); p != nil && (q == nil || c.order.less(p, q) || c.due(p, q, now)) {
+			ok, lane := c.fits(p)
+			if ok {
 				c.unqueue(p)
 				c.admit(p, now, lane)
 				signal(p)
 				continue
+			}
+			if !lane && q != nil && c.due(p, q, now) {
+				return
 			}
 		}
 		if q == nil {
@@ -554,14 +574,16 @@ func (c *Controller) Configure(cfg Config) {
 			c.enqueue(t)
 		}
 	}
-	if old.Reserve != cfg.Reserve {
-		// The lane or the cutoff changed: the parked units queue again under the new rule.
+	if old.Reserve != cfg.Reserve || old.Discipline != cfg.Discipline || old.Aging != cfg.Aging {
+		// The lane, the cutoff or the order changed: the parked units queue again under the
+		// new rule.
 		for c.parked.len() > 0 {
 			t := c.parked.min()
 			c.parked.remove(t)
 			t.parked = false
 			c.enqueue(t)
 		}
+		c.parked.less = parkedOrder(cfg)
 	}
 	if old.Sessions.BlockingQueue != cfg.Sessions.BlockingQueue || old.Sessions.SLO != cfg.Sessions.SLO {
 		c.gate.b = cfg.Sessions.BlockingQueue
