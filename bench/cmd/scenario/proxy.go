@@ -51,6 +51,9 @@ func parseModes(s string) ([]mode, error) {
 		seen[name] = true
 		m := mode{Name: name}
 		name, m.Reserve = strings.CutSuffix(name, "+reserve")
+		if strings.Contains(name, "+") {
+			return nil, fmt.Errorf("--modes: %s: +reserve is the only suffix and comes once, at the end, as in sjf@80ms+reserve", m.Name)
+		}
 		base, capacity, withCapacity := strings.Cut(name, "@")
 		if withCapacity {
 			d, err := time.ParseDuration(capacity)

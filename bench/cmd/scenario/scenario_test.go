@@ -28,15 +28,16 @@ func TestParseModes(t *testing.T) {
 	}, ms)
 
 	for in, msg := range map[string]string{
-		"lifo":                "unknown mode",
-		"sjf-aging-0":         "positive number",
-		"sjf-aging-x":         "positive number",
-		"fifo,fifo":           "listed twice",
-		" , ":                 "no mode",
-		"fifo@soon":           "positive duration",
-		"direct@1s":           "only an admission mode",
-		"passthrough+reserve": "takes the reserve",
-		"sjf+reserve@1s":      "then +reserve",
+		"lifo":                     "unknown mode",
+		"sjf-aging-0":              "positive number",
+		"sjf-aging-x":              "positive number",
+		"fifo,fifo":                "listed twice",
+		" , ":                      "no mode",
+		"fifo@soon":                "positive duration",
+		"direct@1s":                "only an admission mode",
+		"passthrough+reserve":      "takes the reserve",
+		"sjf+reserve@1s":           "only suffix",
+		"sjf@80ms+reserve+reserve": "comes once",
 	} {
 		_, err := parseModes(in)
 		require.ErrorContains(t, err, msg, in)
