@@ -284,6 +284,9 @@ func classOf(r *bookstore.Result, name string) (bookstore.ClassResult, bool) {
 }
 
 func writePlots(o options, runs []runResult) error {
+	if !slices.ContainsFunc(runs, func(r runResult) bool { return r.Loop == "closed" }) {
+		return nil // every plot is over the closed loop's client counts
+	}
 	type metric struct {
 		file, title, y string
 		log            bool
@@ -421,67 +424,8 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 
 	writeVerdict(w, o, runs, all)
 
-	fmt.Fprintf(w, "## Closed loop\n\n![throughput](throughput.png) ![mean](mean.png) ![short](short.png)\n![p95](p95.png) ![%s](class-%s.png) ![%s](class-%s.png)\n", shortClass, shortClass, heavyClass, heavyClass)
-	fmt.Fprintf(w, "![%s split](split-%s.png) ![%s split](split-%s.png)\n\n", shortClass, shortClass, heavyClass, heavyClass)
-	fmt.Fprintf(w, "| mode | clients | interactions/s | goodput/s | mean ms | p95 ms | short mean ms | heavy mean ms | failed | refused | timed out | X(R+Z)/N |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, n := range o.clients {
-		for _, m := range o.modes {
-			if r := find(runs, m.Name, "closed", n); r != nil {
-				t := r.Result.Total
-				fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %.2f |\n", m.Name, n, t.Throughput, t.Goodput,
-					ms(t.Mean), ms(t.P95), shortMean(r.Result), heavyMean(r.Result), t.Failed, t.Refused, t.TimedOut, littleRatio(*r, o.think))
-			}
-		}
-	}
-	fmt.Fprint(w, `
-X(R+Z)/N checks Little's law: in a settled closed loop every client is either thinking (mean Z) or
-waiting for an interaction, so throughput X times R+Z is the client count N. Above 1, the run had
-not settled yet: fewer clients were held in long interactions than will be in the long run, so
-more were free for short ones and the throughput reads high. Below 1, clients spent time that
-neither the mean nor the think time holds, such as interactions that did not complete (refused or
-timed out).
-
-The same law, class by class, says where the clients were on average: thinking, in completed short
-or heavy interactions (each class's throughput times its mean response), and the rest, in
-interactions that did not complete. Past saturation the database is kept busy whatever the order,
-so the short interactions' mean is the clients they hold over their throughput: an admission mode
-makes it lower only by holding more clients elsewhere, in the heavy interactions' queue.
-
-`)
-	fmt.Fprintf(w, "| mode | clients | thinking | in short | in heavy | rest |\n|---|---:|---:|---:|---:|---:|\n")
-	for _, n := range o.clients {
-		for _, m := range o.modes {
-			if r := find(runs, m.Name, "closed", n); r != nil {
-				h := clientsHeld(*r, o.think, o.duration)
-				fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f |\n", m.Name, n, h.thinking, h.short, h.heavy, h.rest)
-			}
-		}
-	}
-	fmt.Fprintln(w)
-	for _, cls := range []string{shortClass, heavyClass} {
-		execName, waitName := o.splitNames()
-		fmt.Fprintf(w, "### %s: response, %s and %s (ms)\n\n", cls, execName, waitName)
-		if o.backendCPUs > 0 {
-			fmt.Fprintf(w, "Cost is what the proxy charged per interaction: its share of the database's %d processors while it\nran (`estimator.backend_cpus`); the rest of the response is queueing in the proxy, the hops, and\nwaiting for a processor in the database. Direct has no proxy to measure it.\n\n", o.backendCPUs)
-		} else {
-			fmt.Fprintf(w, "Execution is the backend busy time per interaction the proxy measured; wait is response minus\nexecution (queueing in the proxy and the hops); direct has no proxy to measure it.\n\n")
-		}
-		fmt.Fprintf(w, "| mode | clients | completed | lost | response | %s | %s |\n|---|---:|---:|---:|---:|---:|---:|\n", execName, waitName)
-		for _, n := range o.clients {
-			for _, m := range o.modes {
-				r := find(runs, m.Name, "closed", n)
-				if r == nil {
-					continue
-				}
-				c, _ := classOf(r.Result, cls)
-				exec, wait := "-", "-"
-				if e := r.ExecMS[cls]; e >= 0 {
-					exec, wait = fmt.Sprintf("%.1f", e), fmt.Sprintf("%.1f", ms(c.Mean)-e)
-				}
-				fmt.Fprintf(w, "| %s | %d | %d | %d | %.1f | %s | %s |\n", m.Name, n, c.Completed, lost(c), ms(c.Mean), exec, wait)
-			}
-		}
-		fmt.Fprintln(w)
+	if len(o.clients) > 0 {
+		writeClosedLoop(w, o, runs)
 	}
 	if slices.ContainsFunc(runs, func(r runResult) bool { return r.Loop == "open" }) {
 		fmt.Fprintf(w, "## Open loop\n\n| mode | arrivals/s | interactions/s | mean ms | p95 ms | short mean ms | heavy mean ms | failed | refused | timed out |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -581,10 +525,20 @@ func classTables(o options, runs []runResult) []classTable {
 // runs are the medians, all every run.
 func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 	peak := peakOf(runs, "direct")
-	if peak.Result == nil {
+	open := openVerdict(o, runs)
+	if peak.Result == nil && open == "" {
 		return
 	}
-	fmt.Fprintf(w, "## Summary\n\nDirect throughput peaks at %d clients (%.1f interactions/s).", peak.Clients, peak.Result.Total.Throughput)
+	fmt.Fprintf(w, "## Summary\n\n")
+	if peak.Result != nil {
+		writeClosedVerdict(w, o, runs, all, peak)
+	}
+	fmt.Fprint(w, open)
+}
+
+// writeClosedVerdict compares the closed-loop cells at direct's peak and at twice its clients.
+func writeClosedVerdict(w io.Writer, o options, runs, all []runResult, peak runResult) {
+	fmt.Fprintf(w, "Direct throughput peaks at %d clients (%.1f interactions/s).", peak.Clients, peak.Result.Total.Throughput)
 	if find(runs, "direct", "closed", 2*peak.Clients) == nil {
 		fmt.Fprintf(w, " Twice that, %d clients, was not measured.", 2*peak.Clients)
 	}
@@ -626,6 +580,11 @@ func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 			fmt.Fprintf(w, "Direct at %d clients had not settled (X(R+Z)/N = %.2f, see below): its throughput reads high, and\nthe ratios against it are unfavourable to the other modes. A longer --warmup settles it.\n\n", n, littleRatio(*r, o.think))
 		}
 	}
+}
+
+// openVerdict is the open loop's line of the summary: each admission mode's mean response time
+// against fifo's and direct's; empty without an open-loop run.
+func openVerdict(o options, runs []runResult) string {
 	fifo, direct := find(runs, "fifo", "open", 0), find(runs, "direct", "open", 0)
 	var each []string
 	rate := 0.0
@@ -637,9 +596,10 @@ func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 		rate = r.Rate
 		each = append(each, fmt.Sprintf("fifo / %s = %s, direct / %s = %s", m.Name, ratioOf(fifo, r), m.Name, ratioOf(direct, r)))
 	}
-	if len(each) > 0 {
-		fmt.Fprintf(w, "Open loop at %.1f arrivals/s, mean response time: %s.\n\n", rate, strings.Join(each, "; "))
+	if len(each) == 0 {
+		return ""
 	}
+	return fmt.Sprintf("Open loop at %.1f arrivals/s, mean response time: %s.\n\n", rate, strings.Join(each, "; "))
 }
 
 // rounds is how many times each cell ran.
@@ -716,4 +676,71 @@ func readCSV(path string) ([]runResult, []mode, error) {
 	}
 	modes, err := parseModes(strings.Join(names, ","))
 	return runs, modes, err
+}
+
+// writeClosedLoop is the report's closed-loop section: the figures per mode and client count,
+// Little's law, where the clients were, and each split class.
+func writeClosedLoop(w io.Writer, o options, runs []runResult) {
+	fmt.Fprintf(w, "## Closed loop\n\n![throughput](throughput.png) ![mean](mean.png) ![short](short.png)\n![p95](p95.png) ![%s](class-%s.png) ![%s](class-%s.png)\n", shortClass, shortClass, heavyClass, heavyClass)
+	fmt.Fprintf(w, "![%s split](split-%s.png) ![%s split](split-%s.png)\n\n", shortClass, shortClass, heavyClass, heavyClass)
+	fmt.Fprintf(w, "| mode | clients | interactions/s | goodput/s | mean ms | p95 ms | short mean ms | heavy mean ms | failed | refused | timed out | X(R+Z)/N |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, n := range o.clients {
+		for _, m := range o.modes {
+			if r := find(runs, m.Name, "closed", n); r != nil {
+				t := r.Result.Total
+				fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %.2f |\n", m.Name, n, t.Throughput, t.Goodput,
+					ms(t.Mean), ms(t.P95), shortMean(r.Result), heavyMean(r.Result), t.Failed, t.Refused, t.TimedOut, littleRatio(*r, o.think))
+			}
+		}
+	}
+	fmt.Fprint(w, `
+X(R+Z)/N checks Little's law: in a settled closed loop every client is either thinking (mean Z) or
+waiting for an interaction, so throughput X times R+Z is the client count N. Above 1, the run had
+not settled yet: fewer clients were held in long interactions than will be in the long run, so
+more were free for short ones and the throughput reads high. Below 1, clients spent time that
+neither the mean nor the think time holds, such as interactions that did not complete (refused or
+timed out).
+
+The same law, class by class, says where the clients were on average: thinking, in completed short
+or heavy interactions (each class's throughput times its mean response), and the rest, in
+interactions that did not complete. Past saturation the database is kept busy whatever the order,
+so the short interactions' mean is the clients they hold over their throughput: an admission mode
+makes it lower only by holding more clients elsewhere, in the heavy interactions' queue.
+
+`)
+	fmt.Fprintf(w, "| mode | clients | thinking | in short | in heavy | rest |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, n := range o.clients {
+		for _, m := range o.modes {
+			if r := find(runs, m.Name, "closed", n); r != nil {
+				h := clientsHeld(*r, o.think, o.duration)
+				fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f |\n", m.Name, n, h.thinking, h.short, h.heavy, h.rest)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	for _, cls := range []string{shortClass, heavyClass} {
+		execName, waitName := o.splitNames()
+		fmt.Fprintf(w, "### %s: response, %s and %s (ms)\n\n", cls, execName, waitName)
+		if o.backendCPUs > 0 {
+			fmt.Fprintf(w, "Cost is what the proxy charged per interaction: its share of the database's %d processors while it\nran (`estimator.backend_cpus`); the rest of the response is queueing in the proxy, the hops, and\nwaiting for a processor in the database. Direct has no proxy to measure it.\n\n", o.backendCPUs)
+		} else {
+			fmt.Fprintf(w, "Execution is the backend busy time per interaction the proxy measured; wait is response minus\nexecution (queueing in the proxy and the hops); direct has no proxy to measure it.\n\n")
+		}
+		fmt.Fprintf(w, "| mode | clients | completed | lost | response | %s | %s |\n|---|---:|---:|---:|---:|---:|---:|\n", execName, waitName)
+		for _, n := range o.clients {
+			for _, m := range o.modes {
+				r := find(runs, m.Name, "closed", n)
+				if r == nil {
+					continue
+				}
+				c, _ := classOf(r.Result, cls)
+				exec, wait := "-", "-"
+				if e := r.ExecMS[cls]; e >= 0 {
+					exec, wait = fmt.Sprintf("%.1f", e), fmt.Sprintf("%.1f", ms(c.Mean)-e)
+				}
+				fmt.Fprintf(w, "| %s | %d | %d | %d | %.1f | %s | %s |\n", m.Name, n, c.Completed, lost(c), ms(c.Mean), exec, wait)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 }

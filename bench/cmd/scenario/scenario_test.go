@@ -363,3 +363,19 @@ func TestReportSaysWhenThereWasNoOpenLoop(t *testing.T) {
 	require.Contains(t, b.String(), "No open loop (`--open 0`).")
 	require.NotContains(t, b.String(), "Poisson arrivals at 0.00")
 }
+
+func TestOpenLoopOnlyReportAndPlots(t *testing.T) {
+	open := func(name string, mean time.Duration) runResult {
+		return runResult{Mode: name, Loop: "open", Rate: 580, Round: 1,
+			Result: &bookstore.Result{Total: bookstore.ClassResult{Throughput: 580, Mean: mean}}}
+	}
+	runs := []runResult{open("direct", 400*time.Millisecond), open("fifo", 800*time.Millisecond), open("sjf", 100*time.Millisecond)}
+	o := options{think: 100 * time.Millisecond, openRate: 580, openMax: 1000, out: t.TempDir(),
+		modes: []mode{{Name: "direct"}, {Name: "fifo", Proxy: true, Admission: true, Discipline: "fifo"},
+			{Name: "sjf", Proxy: true, Admission: true, Discipline: "sjf"}}}
+	require.NoError(t, writePlots(o, runs), "no closed loop: no plot to draw, and no error")
+	var b bytes.Buffer
+	writeReport(&b, o, environment{}, runs)
+	require.Contains(t, b.String(), "Open loop at 580.0 arrivals/s, mean response time: fifo / sjf = 8.00, direct / sjf = 4.00.")
+	require.NotContains(t, b.String(), "## Closed loop")
+}
