@@ -105,7 +105,7 @@ type Controller struct {
 	// that are not transactions are not held behind them.
 	held heap
 	// parked are lengthy units that reached the head of the queue while the lengthy lane was
-	// full and the rest of the room is the reserve's: they wait aside, in arrival order, so
+	// full and the rest of the room is the reserve's: they wait aside (see parkedOrder), so
 	// that the quick units the reserve is for are not held behind them. Which goes first, a
 	// parked unit or the queue's next, is the discipline's choice (see dispatch).
 	parked heap
@@ -316,16 +316,16 @@ func (c *Controller) pick(now time.Time) *Ticket {
 	if !c.aging() {
 		return head
 	}
-	if e := c.bound.min(); e != head && now.Add(head.req.service()).After(e.bound) {
+	if e := c.bound.min(); e != head && c.due(e, head, now) {
 		return e
 	}
 	return head
 }
 
-// due says whether the parked unit p must go before q to keep its aging bound: q would
-// still run when p's bound passes.
-func (c *Controller) due(p, q *Ticket, now time.Time) bool {
-	return c.aging() && now.Add(q.req.service()).After(p.bound)
+// due says whether the waiting unit w must go before q to keep its aging bound: q would
+// still run when w's bound passes.
+func (c *Controller) due(w, q *Ticket, now time.Time) bool {
+	return c.aging() && now.Add(q.req.service()).After(w.bound)
 }
 
 // waiting counts the units waiting for capacity.
@@ -342,16 +342,19 @@ func (c *Controller) dispatch(now time.Time) {
 		if c.order.len() > 0 {
 			q = c.pick(now)
 		}
-		if p := c.parked.min(); p != nil && (q == nil || c.order.less(p, q) || c.due(p, q, now)) {
-			ok, lane := c.fits(p)
-			if ok {
-				c.unqueue(p)
-				c.admit(p, now, lane)
-				signal(p)
-				continue
-			}
-			if !lane && q != nil && c.due(p, q, now) {
-				return
+		if p := c.parked.min(); p != nil {
+			due := q != nil && c.due(p, q, now)
+			if q == nil || due || c.order.less(p, q) {
+				ok, lane := c.fits(p)
+				if ok {
+					c.unqueue(p)
+					c.admit(p, now, lane)
+					signal(p)
+					continue
+				}
+				if due && !lane {
+					return
+				}
 			}
 		}
 		if q == nil {
