@@ -36,7 +36,7 @@ func (q queueSource) Queue() admin.QueueResponse {
 		ReserveMS: ms(s.Reserve),
 	}
 	if s.Reserve > 0 {
-		r.LengthyLane, r.LengthyParked = s.Lane, s.Parked
+		r.LengthyLane, r.LengthyParked, r.LengthyLaneRate = s.Lane, s.Parked, s.LaneRate
 	}
 	if s.ActiveLimit > 0 {
 		r.Sessions = &admin.SessionGate{

@@ -85,6 +85,9 @@ type QueueResponse struct {
 	// those waiting for room in that lane (also in Queued), when the reserve is on.
 	LengthyLane   int `json:"lengthy_lane,omitempty"`
 	LengthyParked int `json:"lengthy_parked,omitempty"`
+	// LengthyLaneRate is the lane's starts a second while it is paced
+	// (admission.reserve.lane_rate, quick_wait_target).
+	LengthyLaneRate float64 `json:"lengthy_lane_rate,omitempty"`
 	// Waiting lists the waiting units, in the order they would be admitted (up to a limit).
 	Waiting []QueueEntry `json:"waiting"`
 }

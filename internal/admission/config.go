@@ -88,6 +88,11 @@ type ReserveConfig struct {
 	QuickCutoff time.Duration
 	// LengthyLane is how many lengthy units may run inside the reserve at once.
 	LengthyLane int
+	// LaneRate, when positive, paces the lane's starts at this many a second (see pace).
+	LaneRate float64
+	// QuickWaitTarget, when positive, paces the lane's starts too: their rate moves once a
+	// second, from LaneRate when set, to hold the quick units' mean queue wait at it.
+	QuickWaitTarget time.Duration
 }
 
 // Validate reports the first setting that cannot work, saying what to do.
@@ -119,6 +124,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("reserve.quick_cutoff must be positive when reserve.floor is set (got %s); units cheaper than it are quick", c.Reserve.QuickCutoff)
 	case c.Reserve.LengthyLane < 0:
 		return fmt.Errorf("reserve.lengthy_lane must be 0 or positive (got %d)", c.Reserve.LengthyLane)
+	case c.Reserve.QuickWaitTarget < 0:
+		return fmt.Errorf("reserve.quick_wait_target must be 0 (lane not paced) or positive (got %s)", c.Reserve.QuickWaitTarget)
+	case c.Reserve.LaneRate < 0:
+		return fmt.Errorf("reserve.lane_rate must be 0 (no bound) or positive (got %g)", c.Reserve.LaneRate)
+	case c.Reserve.QuickWaitTarget > 0 && c.Reserve.Floor == 0:
+		return fmt.Errorf("reserve.quick_wait_target paces the lengthy lane, which needs reserve.floor: set the floor too, or the target to 0")
 	}
 	return nil
 }

@@ -112,6 +112,7 @@ type Controller struct {
 
 	gate    gate
 	reserve reserve
+	pace    pace
 	stats   Counters
 }
 
@@ -140,6 +141,7 @@ func New(cfg Config, clock Clock) *Controller {
 	c.bound = heap{less: byBound, slot: slotBound}
 	c.order = heap{less: orderFor(cfg), slot: slotOrder}
 	c.gate.init(cfg.Sessions)
+	c.pace.reset(cfg.Reserve.LaneRate, clock.Now())
 	return c
 }
 
@@ -218,7 +220,7 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 		}
 	}
 	if c.order.len() == 0 {
-		if ok, lane := c.fits(t); ok {
+		if ok, lane := c.fits(t, now); ok {
 			c.admit(t, now, lane)
 			return Admitted, nil
 		}
@@ -250,15 +252,35 @@ func (c *Controller) wait(t *Ticket, now time.Time) {
 // enqueue puts a waiting unit in the queue for capacity.
 func (c *Controller) enqueue(t *Ticket) {
 	t.state = Queued
-	c.order.push(t)
 	if c.aging() {
 		t.bound = t.arrived.Add(time.Duration(c.cfg.Aging * float64(t.req.service())))
+	}
+	if c.paced() && c.lengthy(t) {
+		// A paced lane starts lengthy units at its pace, not when the queue lets them
+		// through: they wait aside from the start.
+		c.parked.push(t)
+		t.parked = true
+		return
+	}
+	c.order.push(t)
+	if c.aging() {
 		c.bound.push(t)
 	}
 }
 
+// lengthy says whether t is a lengthy unit of the reserve.
+func (c *Controller) lengthy(t *Ticket) bool {
+	return c.cfg.Reserve.Floor > 0 && t.req.Cost >= c.cfg.Reserve.QuickCutoff
+}
+
+// paced says whether the lengthy lane's starts are paced.
+func (c *Controller) paced() bool {
+	r := &c.cfg.Reserve
+	return r.Floor > 0 && (r.LaneRate > 0 || r.QuickWaitTarget > 0)
+}
+
 // fits says whether t may start now, and whether it would run in the lengthy lane.
-func (c *Controller) fits(t *Ticket) (ok, lane bool) {
+func (c *Controller) fits(t *Ticket, now time.Time) (ok, lane bool) {
 	cfg := &c.cfg
 	if cfg.MaxConcurrency > 0 && c.running >= cfg.MaxConcurrency {
 		return false, false
@@ -267,7 +289,7 @@ func (c *Controller) fits(t *Ticket) (ok, lane bool) {
 		return false, false
 	}
 	cost := t.req.Cost
-	lengthy := cfg.Reserve.Floor > 0 && cost >= cfg.Reserve.QuickCutoff
+	lengthy := c.lengthy(t)
 	if c.running == 0 {
 		// Alone: even a unit larger than the whole capacity runs.
 		return true, lengthy && cfg.Capacity-cost < c.reserveValue()
@@ -276,10 +298,16 @@ func (c *Controller) fits(t *Ticket) (ok, lane bool) {
 		return false, false
 	}
 	if lengthy && cfg.Capacity-c.load-cost < c.reserveValue() {
-		// It would eat into the reserve: only in the lengthy lane.
-		return c.lane < cfg.Reserve.LengthyLane, true
+		// It would eat into the reserve: only in the lengthy lane, at its pace when paced.
+		return c.lane < cfg.Reserve.LengthyLane && c.pace.allow(now, c.paceFloor()), true
 	}
 	return true, false
+}
+
+// paceFloor is the least start rate of a paced lane: enough to start every parked unit
+// within half the queue timeout.
+func (c *Controller) paceFloor() float64 {
+	return float64(c.parked.len()) / (c.cfg.QueueTimeout / 2).Seconds()
 }
 
 func (c *Controller) reserveValue() time.Duration {
@@ -297,6 +325,10 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 	}
 	if lane {
 		c.lane++
+		c.pace.started()
+	}
+	if c.cfg.Reserve.QuickWaitTarget > 0 && t.req.Cost < c.cfg.Reserve.QuickCutoff {
+		c.pace.quickAdmitted(t.waited)
 	}
 	c.stats.Admitted++
 }
@@ -335,7 +367,8 @@ func (c *Controller) waiting() int { return c.order.len() + c.held.len() + c.par
 // the queue's next unit when the discipline puts it first: under fifo the earlier arrival,
 // under sjf the cheaper, so that under sjf a lengthy unit takes the lane only when no
 // cheaper unit waits for the room, unless its aging bound comes first: then it holds the
-// room as the queue's head would, and only a full lane lets the units behind it pass.
+// room as the queue's head would, and only a full lane lets the units behind it pass. A
+// paced lane's parked units go first whenever they fit: the pace bounds them instead.
 func (c *Controller) dispatch(now time.Time) {
 	for {
 		var q *Ticket
@@ -344,8 +377,8 @@ func (c *Controller) dispatch(now time.Time) {
 		}
 		if p := c.parked.min(); p != nil {
 			due := q != nil && c.due(p, q, now)
-			if q == nil || due || c.order.less(p, q) {
-				ok, lane := c.fits(p)
+			if q == nil || due || c.paced() || c.order.less(p, q) {
+				ok, lane := c.fits(p, now)
 				if ok {
 					c.unqueue(p)
 					c.admit(p, now, lane)
@@ -360,7 +393,7 @@ func (c *Controller) dispatch(now time.Time) {
 		if q == nil {
 			return
 		}
-		ok, lane := c.fits(q)
+		ok, lane := c.fits(q, now)
 		switch {
 		case !ok && c.txnCapped(q):
 			c.setAside(q, &c.held)
@@ -515,6 +548,9 @@ func (c *Controller) Tick(now time.Time) {
 	c.expire(now)
 	if c.cfg.Reserve.Floor > 0 {
 		c.reserve.update(c.cfg.Reserve.Floor, max(c.cfg.Capacity-c.load, 0), now)
+		if c.cfg.Reserve.QuickWaitTarget > 0 {
+			c.pace.adapt(c.cfg.Reserve.QuickWaitTarget, now)
+		}
 		c.dispatch(now)
 	}
 }
@@ -588,6 +624,9 @@ func (c *Controller) Configure(cfg Config) {
 		}
 		c.parked.less = parkedOrder(cfg)
 	}
+	if old.Reserve != cfg.Reserve {
+		c.pace.reset(cfg.Reserve.LaneRate, now)
+	}
 	if old.Sessions.BlockingQueue != cfg.Sessions.BlockingQueue || old.Sessions.SLO != cfg.Sessions.SLO {
 		c.gate.b = cfg.Sessions.BlockingQueue
 	}
@@ -626,6 +665,11 @@ type Snapshot struct {
 	Lane    int
 	// Parked counts the lengthy units waiting aside for room in the lane (also in Queued).
 	Parked int
+	// LaneRate is the lane's starts a second when paced (reserve.lane_rate or
+	// reserve.quick_wait_target), else 0.
+	LaneRate float64
+	// QuickWait is the quick units' mean queue wait over the last second, when paced.
+	QuickWait time.Duration
 	Counters
 }
 
@@ -645,6 +689,7 @@ func (c *Controller) Snapshot() Snapshot {
 	}
 	if c.cfg.Reserve.Floor > 0 {
 		s.Reserve = c.reserveValue()
+		s.LaneRate, s.QuickWait = c.pace.rate, c.pace.meanWait
 	}
 	return s
 }

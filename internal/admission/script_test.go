@@ -206,6 +206,9 @@ func (s *script) state() string {
 	}
 	if s.cfg.Reserve.Floor > 0 {
 		out += fmt.Sprintf(" reserve=%s lane=%d parked=%d", sn.Reserve, sn.Lane, sn.Parked)
+		if s.cfg.Reserve.QuickWaitTarget > 0 || s.cfg.Reserve.LaneRate > 0 {
+			out += fmt.Sprintf(" lane_rate=%g", sn.LaneRate)
+		}
 	}
 	return out
 }
@@ -251,6 +254,10 @@ func (s *script) set(kvs []string) error {
 			dur(&c.Reserve.QuickCutoff)
 		case "lengthy_lane":
 			num(&c.Reserve.LengthyLane)
+		case "lane_rate":
+			c.Reserve.LaneRate, err = strconv.ParseFloat(v, 64)
+		case "quick_wait_target":
+			dur(&c.Reserve.QuickWaitTarget)
 		default:
 			return fmt.Errorf("unknown setting %q", k)
 		}

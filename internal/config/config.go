@@ -234,6 +234,11 @@ type Reserve struct {
 	QuickCutoff time.Duration `mapstructure:"quick_cutoff"`
 	// LengthyLane is how many lengthy units may run inside the reserve at once. Default 1.
 	LengthyLane int `mapstructure:"lengthy_lane"`
+	// LaneRate paces the lane's starts at this many a second. Default 0: no bound.
+	LaneRate float64 `mapstructure:"lane_rate"`
+	// QuickWaitTarget, when set, paces the lane's starts to hold the quick units' mean queue
+	// wait at it. Default 0: the lane is not paced.
+	QuickWaitTarget time.Duration `mapstructure:"quick_wait_target"`
 }
 
 // Request type keys.

@@ -122,6 +122,12 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"backends.primary", "is not host:port"},
 		},
 		{
+			name: "paced lane without a reserve",
+			yaml: "admission:\n  reserve:\n    lane_rate: -1\n    quick_wait_target: 10ms\n",
+			want: []string{"admission.reserve.lane_rate: must be 0 (no bound) or positive",
+				"admission.reserve.quick_wait_target", "needs admission.reserve.floor"},
+		},
+		{
 			name: "section given a scalar",
 			yaml: "admission: on\n",
 			want: []string{"line 1: admission must be a mapping"},

@@ -196,6 +196,12 @@ func (c *Config) Validate() error {
 	if r.LengthyLane < 0 {
 		bad("admission.reserve.lengthy_lane", "must be 0 or positive, such as 1")
 	}
+	if r.LaneRate < 0 {
+		bad("admission.reserve.lane_rate", "must be 0 (no bound) or positive, such as 50")
+	}
+	if r.QuickWaitTarget < 0 || (r.QuickWaitTarget > 0 && r.Floor == 0) {
+		bad("admission.reserve.quick_wait_target", "must be 0 (lane not paced) or positive, such as 10ms, and needs admission.reserve.floor")
+	}
 	if c.Monitor.Interval < 100*time.Millisecond {
 		bad("monitor.interval", "must be at least 100ms, such as 1s")
 	}

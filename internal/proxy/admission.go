@@ -42,9 +42,11 @@ func AdmissionConfig(a config.Admission) admission.Config {
 			MaxBlockingQueue: a.Sessions.MaxBlockingQueue,
 		},
 		Reserve: admission.ReserveConfig{
-			Floor:       a.Reserve.Floor,
-			QuickCutoff: a.Reserve.QuickCutoff,
-			LengthyLane: a.Reserve.LengthyLane,
+			Floor:           a.Reserve.Floor,
+			QuickCutoff:     a.Reserve.QuickCutoff,
+			LengthyLane:     a.Reserve.LengthyLane,
+			LaneRate:        a.Reserve.LaneRate,
+			QuickWaitTarget: a.Reserve.QuickWaitTarget,
 		},
 	}
 }

@@ -61,27 +61,29 @@ type admissionCollector struct {
 }
 
 var (
-	descQueued   = prometheus.NewDesc("gatekeeper_admission_queue_length", "Units waiting for capacity.", nil, nil)
-	descBlocked  = prometheus.NewDesc("gatekeeper_admission_blocked", "Units of accepted sessions waiting in the session gate's blocking queue.", nil, nil)
-	descRunning  = prometheus.NewDesc("gatekeeper_admission_running", "Admitted units running now.", nil, nil)
-	descLoad     = prometheus.NewDesc("gatekeeper_admission_load_seconds", "Expected cost of the running units (the load against the capacity).", nil, nil)
-	descCapacity = prometheus.NewDesc("gatekeeper_admission_capacity_seconds", "The capacity: concurrent expected work admitted at most.", nil, nil)
-	descOpenTxns = prometheus.NewDesc("gatekeeper_admission_open_transactions", "Admitted transactions running now.", nil, nil)
-	descAdmitted = prometheus.NewDesc("gatekeeper_admission_admitted_total", "Units admitted.", nil, nil)
-	descWaited   = prometheus.NewDesc("gatekeeper_admission_queued_total", "Units that had to wait for admission.", nil, nil)
-	descB        = prometheus.NewDesc("gatekeeper_admission_blocking_queue_capacity", "B: the capacity of the session gate's blocking queue (adapts when admission.sessions.slo is set).", nil, nil)
-	descActive   = prometheus.NewDesc("gatekeeper_admission_active", "Units past the session gate (waiting for capacity or running).", nil, nil)
-	descAdmitNew = prometheus.NewDesc("gatekeeper_admission_new_sessions_admitted", "1 while the session gate lets new sessions in, 0 while it refuses them.", nil, nil)
-	descReserve  = prometheus.NewDesc("gatekeeper_admission_reserve_seconds", "Capacity kept for quick units now.", nil, nil)
-	descLane     = prometheus.NewDesc("gatekeeper_admission_lengthy_lane", "Lengthy units running inside the reserve.", nil, nil)
-	descParked   = prometheus.NewDesc("gatekeeper_admission_lengthy_parked", "Lengthy units waiting for room in the lengthy lane (counted in the queue length too).", nil, nil)
-	descPolRate  = prometheus.NewDesc("gatekeeper_admission_policer_rate", "A rate policer's current rate, units per second.", []string{"policer"}, nil)
-	descPolUnits = prometheus.NewDesc("gatekeeper_admission_policer_units_total", "Units a rate policer matched, by outcome (allowed, refused), since it was configured.", []string{"policer", "outcome"}, nil)
+	descQueued    = prometheus.NewDesc("gatekeeper_admission_queue_length", "Units waiting for capacity.", nil, nil)
+	descBlocked   = prometheus.NewDesc("gatekeeper_admission_blocked", "Units of accepted sessions waiting in the session gate's blocking queue.", nil, nil)
+	descRunning   = prometheus.NewDesc("gatekeeper_admission_running", "Admitted units running now.", nil, nil)
+	descLoad      = prometheus.NewDesc("gatekeeper_admission_load_seconds", "Expected cost of the running units (the load against the capacity).", nil, nil)
+	descCapacity  = prometheus.NewDesc("gatekeeper_admission_capacity_seconds", "The capacity: concurrent expected work admitted at most.", nil, nil)
+	descOpenTxns  = prometheus.NewDesc("gatekeeper_admission_open_transactions", "Admitted transactions running now.", nil, nil)
+	descAdmitted  = prometheus.NewDesc("gatekeeper_admission_admitted_total", "Units admitted.", nil, nil)
+	descWaited    = prometheus.NewDesc("gatekeeper_admission_queued_total", "Units that had to wait for admission.", nil, nil)
+	descB         = prometheus.NewDesc("gatekeeper_admission_blocking_queue_capacity", "B: the capacity of the session gate's blocking queue (adapts when admission.sessions.slo is set).", nil, nil)
+	descActive    = prometheus.NewDesc("gatekeeper_admission_active", "Units past the session gate (waiting for capacity or running).", nil, nil)
+	descAdmitNew  = prometheus.NewDesc("gatekeeper_admission_new_sessions_admitted", "1 while the session gate lets new sessions in, 0 while it refuses them.", nil, nil)
+	descReserve   = prometheus.NewDesc("gatekeeper_admission_reserve_seconds", "Capacity kept for quick units now.", nil, nil)
+	descLane      = prometheus.NewDesc("gatekeeper_admission_lengthy_lane", "Lengthy units running inside the reserve.", nil, nil)
+	descLaneRate  = prometheus.NewDesc("gatekeeper_admission_lengthy_lane_rate", "Lengthy units the lane may start a second while paced (admission.reserve.lane_rate, quick_wait_target); 0 while not paced.", nil, nil)
+	descQuickWait = prometheus.NewDesc("gatekeeper_admission_quick_wait_seconds", "Quick units' mean queue wait over the last second, while admission.reserve.quick_wait_target is set.", nil, nil)
+	descParked    = prometheus.NewDesc("gatekeeper_admission_lengthy_parked", "Lengthy units waiting for room in the lengthy lane (counted in the queue length too).", nil, nil)
+	descPolRate   = prometheus.NewDesc("gatekeeper_admission_policer_rate", "A rate policer's current rate, units per second.", []string{"policer"}, nil)
+	descPolUnits  = prometheus.NewDesc("gatekeeper_admission_policer_units_total", "Units a rate policer matched, by outcome (allowed, refused), since it was configured.", []string{"policer", "outcome"}, nil)
 )
 
 func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descBlocked, descRunning, descLoad, descCapacity,
-		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane, descParked,
+		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane, descParked, descLaneRate, descQuickWait,
 		descPolRate, descPolUnits} {
 		ch <- d
 	}
@@ -110,6 +112,8 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descReserve, s.Reserve.Seconds())
 	gauge(descLane, float64(s.Lane))
 	gauge(descParked, float64(s.Parked))
+	gauge(descLaneRate, s.LaneRate)
+	gauge(descQuickWait, s.QuickWait.Seconds())
 	for _, p := range c.policers().States() {
 		ch <- prometheus.MustNewConstMetric(descPolRate, prometheus.GaugeValue, p.Rate, p.Name)
 		ch <- prometheus.MustNewConstMetric(descPolUnits, prometheus.CounterValue, float64(p.Allowed), p.Name, "allowed")

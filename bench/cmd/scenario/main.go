@@ -108,6 +108,8 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.reserve.Floor, "reserve-floor", 0, "admission.reserve.floor of the modes marked +reserve, or of every admission mode when none is (0: no reserve)")
 	fs.DurationVar(&o.reserve.QuickCutoff, "quick-cutoff", 20*time.Millisecond, "admission.reserve.quick_cutoff, with --reserve-floor")
 	fs.IntVar(&o.reserve.LengthyLane, "lengthy-lane", 2, "admission.reserve.lengthy_lane, with --reserve-floor")
+	fs.Float64Var(&o.reserve.LaneRate, "lane-rate", 0, "admission.reserve.lane_rate, with --reserve-floor (0: no bound)")
+	fs.DurationVar(&o.reserve.QuickWaitTarget, "quick-wait-target", 0, "admission.reserve.quick_wait_target, with --reserve-floor (0: the lane is not paced)")
 	fs.Float64Var(&o.weight, "estimator-weight", 0.1, "estimator.weight of the proxy")
 	fs.IntVar(&o.backendCPUs, "backend-cpus", -1, "estimator.backend_cpus of the proxy; 0 charges busy time (default: the processors the database may run on, when it runs on this machine, else this machine's)")
 	fs.Float64Var(&o.openFactor, "open", 0.9, "open loop: Poisson arrivals at this share of direct's highest closed-loop throughput; 0 skips it")

@@ -95,6 +95,8 @@ func parseModes(s string) ([]mode, error) {
 type reserveSettings struct {
 	Floor, QuickCutoff time.Duration
 	LengthyLane        int
+	LaneRate           float64       // 0: no bound
+	QuickWaitTarget    time.Duration // 0: the lane is not paced
 }
 
 // yaml is the reserve's block under admission:, empty when it is off.
@@ -102,7 +104,14 @@ func (r reserveSettings) yaml() string {
 	if r.Floor <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("  reserve:\n    floor: %s\n    quick_cutoff: %s\n    lengthy_lane: %d\n", r.Floor, r.QuickCutoff, r.LengthyLane)
+	y := fmt.Sprintf("  reserve:\n    floor: %s\n    quick_cutoff: %s\n    lengthy_lane: %d\n", r.Floor, r.QuickCutoff, r.LengthyLane)
+	if r.LaneRate > 0 {
+		y += fmt.Sprintf("    lane_rate: %g\n", r.LaneRate)
+	}
+	if r.QuickWaitTarget > 0 {
+		y += fmt.Sprintf("    quick_wait_target: %s\n", r.QuickWaitTarget)
+	}
+	return y
 }
 
 // proxySettings are the proxy's settings common to every mode.

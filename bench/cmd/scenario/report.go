@@ -404,6 +404,12 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	reserve := ""
 	if r := o.reserve; r.Floor > 0 {
 		reserve = fmt.Sprintf(", a reserve of %s for units expected to cost under %s (lengthy lane %d)", r.Floor, r.QuickCutoff, r.LengthyLane)
+		if r.LaneRate > 0 {
+			reserve += fmt.Sprintf(", the lane's starts paced at %g a second", r.LaneRate)
+		}
+		if r.QuickWaitTarget > 0 {
+			reserve += fmt.Sprintf(", the lane's starts paced to hold the quick units' mean queue wait at %s", r.QuickWaitTarget)
+		}
 		if slices.ContainsFunc(o.modes, func(m mode) bool { return m.Admission && !m.Reserve }) {
 			reserve += " in the modes marked +reserve"
 		}
