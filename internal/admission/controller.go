@@ -327,7 +327,7 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 		c.lane++
 		c.pace.started()
 	}
-	if c.cfg.Reserve.QuickWaitTarget > 0 && t.req.Cost < c.cfg.Reserve.QuickCutoff {
+	if c.cfg.Reserve.QuickWaitTarget > 0 && !c.lengthy(t) {
 		c.pace.quickAdmitted(t.waited)
 	}
 	c.stats.Admitted++

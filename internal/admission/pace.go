@@ -23,9 +23,9 @@ const (
 type pace struct {
 	// rate is the lane's starts a second: reserve.lane_rate at first, then moved by the
 	// target; 0 while it is not paced.
-	rate   float64
-	tokens float64
-	filled time.Time // tokens are as of this time
+	rate float64
+	// bucket holds the starts due, one at most; its rate is set at each start asked for.
+	bucket TokenBucket
 
 	// meanWait is the quick units' mean wait in the last window.
 	meanWait time.Duration
@@ -40,7 +40,7 @@ type pace struct {
 
 // reset starts the pace again at rate (0: not paced until the quick units wait).
 func (p *pace) reset(rate float64, now time.Time) {
-	*p = pace{rate: rate, tokens: 1, filled: now}
+	*p = pace{rate: rate, bucket: NewTokenBucket(rate, 1, now)}
 }
 
 // allow says whether a lengthy unit may start in the lane at now, at least at the rate
@@ -49,11 +49,9 @@ func (p *pace) allow(now time.Time, floor float64) bool {
 	if p.rate == 0 {
 		return true
 	}
-	if dt := now.Sub(p.filled).Seconds(); dt > 0 {
-		p.tokens = min(1, p.tokens+dt*max(p.rate, floor))
-		p.filled = now
-	}
-	if p.tokens < 1 {
+	p.bucket.Rate = max(p.rate, floor)
+	p.bucket.refill(now)
+	if p.bucket.tokens < 1 {
 		p.starved = true
 		return false
 	}
@@ -64,7 +62,7 @@ func (p *pace) allow(now time.Time, floor float64) bool {
 func (p *pace) started() {
 	p.starts++
 	if p.rate > 0 {
-		p.tokens--
+		p.bucket.tokens--
 	}
 }
 
@@ -96,7 +94,7 @@ func (p *pace) adapt(target time.Duration, now time.Time) {
 		if p.rate > 0 {
 			base = min(base, p.rate)
 		} else {
-			p.tokens, p.filled = 1, now
+			p.bucket = NewTokenBucket(0, 1, now)
 		}
 		p.rate = max(paceMinRate, base*paceDown)
 	case mean <= target && p.rate > 0 && p.starved:
