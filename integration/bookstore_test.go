@@ -85,16 +85,25 @@ func TestBookstore(t *testing.T) {
 	assert.Equal(t, res.Total.Completed, sumCompleted(res.Classes))
 
 	// Through the proxy, classified by tag, every interaction is a type of its own.
+	// A warm-up in the same run: the measured period is told when it begins, once.
 	p := startProxy(t, func(c *config.Config) { c.Classify.TypeKey = "tag" })
+	start := time.Now()
+	var measuredFrom []time.Duration
 	viaProxy, err := bookstore.Run(ctx, bookstore.Config{
-		DSN:      bookstoreDSN(p.Addr, database),
-		Mix:      "shopping",
-		Clients:  4,
-		Duration: 2 * time.Second,
-		Timeout:  20 * time.Second,
-		Seed:     2,
+		DSN:       bookstoreDSN(p.Addr, database),
+		Mix:       "shopping",
+		Clients:   4,
+		Warmup:    time.Second,
+		OnMeasure: func() { measuredFrom = append(measuredFrom, time.Since(start)) },
+		Duration:  2 * time.Second,
+		Timeout:   20 * time.Second,
+		Seed:      2,
 	})
 	require.NoError(t, err)
+	require.Len(t, measuredFrom, 1)
+	assert.GreaterOrEqual(t, measuredFrom[0], time.Second)
+	assert.Less(t, measuredFrom[0], 2*time.Second)
+	assert.Equal(t, 2*time.Second, viaProxy.Elapsed)
 	assert.Zero(t, viaProxy.Total.Failed+viaProxy.Total.Refused+viaProxy.Total.TimedOut, "errors: %v", viaProxy.Errors)
 	for _, c := range viaProxy.Classes {
 		if c.Completed == 0 {

@@ -39,7 +39,13 @@ type Config struct {
 	// Duration is the measured period. Zero means 60s.
 	Duration time.Duration
 	// Warmup runs before the measured period without being counted. Zero means none.
+	// The clients carry on from it into the measured period, so that period starts from
+	// the state the load has reached, not from every client starting at once.
 	Warmup time.Duration
+	// OnMeasure, when set, is called once as the measured period begins, from its own
+	// goroutine; Run returns after it has returned. It is how a caller meters what the
+	// measured period alone used.
+	OnMeasure func()
 	// Timeout bounds each interaction, its connection set-up included; an interaction
 	// past it is cancelled and counted as timed out. Zero means 30s.
 	Timeout time.Duration
@@ -213,6 +219,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.start = time.Now()
 	r.measureFrom = r.start.Add(cfg.Warmup)
 	r.measureTo = r.measureFrom.Add(cfg.Duration)
+	if cfg.OnMeasure != nil {
+		defer r.onMeasure()()
+	}
 	var recs []*recorder
 	if cfg.Rate > 0 {
 		recs, err = r.openLoop(ctx)
@@ -244,6 +253,30 @@ type runner struct {
 	start, measureFrom, measureTo time.Time
 	// cancelled is when ctx was cancelled, if it was.
 	cancelled atomic.Pointer[time.Time]
+}
+
+// onMeasure calls cfg.OnMeasure at measureFrom. The function it returns ends the wait
+// if it has not ended yet, calling OnMeasure only if the measured period has begun, and
+// returns once OnMeasure has.
+func (r *runner) onMeasure() (end func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() { // ends after OnMeasure, or at end before measureFrom
+		defer close(done)
+		t := time.NewTimer(time.Until(r.measureFrom))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-quit:
+			if time.Now().Before(r.measureFrom) {
+				return
+			}
+		}
+		r.cfg.OnMeasure()
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
 
 // rand returns one of the run's random streams, all drawn from cfg.Seed: stream i is

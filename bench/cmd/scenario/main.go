@@ -373,33 +373,34 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 		addr = p.Listen
 	}
 	cfg.DSN = o.dsn(addr)
-	if o.warmup > 0 {
-		w := cfg
-		w.Duration, w.Warmup = o.warmup, 0
-		if _, err := bookstore.Run(ctx, w); err != nil {
-			return r, fmt.Errorf("%s warm-up: %w", m.Name, err)
-		}
-	}
-	var before, after busy
-	var err error
-	if p != nil {
-		if before, err = p.types(); err != nil {
-			return r, err
-		}
-	}
-	cfg.Warmup = 0
+	// One run: the warm-up and then the measured period, metered from its start. The
+	// clients carry on into it, so it does not start with every client at once.
+	cfg.Warmup = o.warmup
 	meter := cpuMeter{dbPID: o.dbPID}
 	if p != nil {
 		meter.proxyPID = p.cmd.Process.Pid
 	}
+	var before busy
+	var beforeErr error
+	var cpu <-chan cpuUse
 	stop := make(chan struct{})
-	cpu := meterPeriod(meter, cfg.Duration, stop)
+	cfg.OnMeasure = func() {
+		if p != nil {
+			before, beforeErr = p.types()
+		}
+		cpu = meterPeriod(meter, cfg.Duration, stop)
+	}
+	var err error
 	r.Result, err = bookstore.Run(ctx, cfg)
 	close(stop)
-	r.CPU = <-cpu
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", m.Name, err)
 	}
+	r.CPU = <-cpu
+	if beforeErr != nil {
+		return r, beforeErr
+	}
+	var after busy
 	if p != nil {
 		if after, err = p.types(); err != nil {
 			return r, err

@@ -400,7 +400,7 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	if o.reload {
 		fresh = "the bookstore loaded afresh, "
 	}
-	fmt.Fprintf(w, "Each run: %sa fresh proxy, %s of warm-up (not counted; the proxy learns the costs), %s measured.\n", fresh, o.warmup, o.duration)
+	fmt.Fprintf(w, "Each run: %sa fresh proxy, %s of warm-up (not counted; the proxy learns the costs), then %s measured as the clients carry on.\n", fresh, o.warmup, o.duration)
 	reserve := ""
 	if r := o.reserve; r.Floor > 0 {
 		reserve = fmt.Sprintf(", a reserve of %s for units expected to cost under %s (lengthy lane %d)", r.Floor, r.QuickCutoff, r.LengthyLane)
