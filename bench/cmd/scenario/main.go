@@ -97,7 +97,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&clients, "clients", "10,20,40,80", "closed-loop client counts")
 	fs.DurationVar(&o.think, "think", 100*time.Millisecond, "mean think time of a closed-loop client")
 	fs.DurationVar(&o.duration, "duration", 45*time.Second, "measured period of a run")
-	fs.DurationVar(&o.warmup, "warmup", 15*time.Second, "run before each measurement, not counted (the proxy learns costs)")
+	fs.DurationVar(&o.warmup, "warmup", 15*time.Second, "run before each measurement, in the same run and not counted (the proxy learns costs; the clients carry on into the measured period)")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "client-side timeout of an interaction")
 	fs.DurationVar(&o.capacity, "capacity", 0, "admission.capacity of the admission modes without one of their own (default: what gatekeeper calibrate chooses for each mode)")
 	fs.IntVar(&o.calibrate.Clients, "calibrate-clients", 200, "gatekeeper calibrate's --clients, when it chooses the capacities")
