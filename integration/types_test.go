@@ -129,6 +129,48 @@ func TestTypesByTag(t *testing.T) {
 	assertUnits(t, p, "SELECT ?", 2)
 }
 
+// Under tag_digest the autocommit statements of one tag keep their own costs, and are
+// admitted under them, while a tagged transaction is still one type named by its tag.
+func TestTypesByTagAndDigest(t *testing.T) {
+	p := startProxy(t, func(c *config.Config) {
+		c.Classify.TypeKey = "tag_digest"
+		c.Admission.Enabled = true
+		c.Admission.Capacity = 100 * time.Millisecond
+	})
+	db := openDB(t, p.Addr, "interpolateParams=true")
+
+	sleepN(t, db, 3, "/* gk:type=best_sellers */ SELECT SLEEP(0.03)")
+	sleepN(t, db, 4, "/* gk:type=best_sellers */ SELECT 7")
+	tx, err := db.Begin()
+	require.NoError(t, err)
+	mustExec(t, tx, "/* gk:type=checkout */ SELECT SLEEP(0.02)")
+	mustExec(t, tx, "/* gk:type=checkout */ SELECT 1")
+	require.NoError(t, tx.Commit())
+
+	slow := assertUnits(t, p, "best_sellers SELECT SLEEP(?)", 3)
+	assertCost(t, slow, 30*time.Millisecond, 90*time.Millisecond)
+	fast := assertUnits(t, p, "best_sellers SELECT ?", 4)
+	assertCost(t, fast, 0, 5*time.Millisecond)
+	checkout := assertUnits(t, p, "checkout", 1)
+	assertCost(t, checkout, 20*time.Millisecond, 70*time.Millisecond)
+
+	// A unit waiting for admission is expected under the type it will be recorded as.
+	hold := openDB(t, p.Addr, "interpolateParams=true")
+	mustExec(t, hold, "/* gk:type=hold */ SELECT SLEEP(0.5)") // learned: the whole capacity
+	typeWith(t, p, "hold SELECT SLEEP(?)", 1)
+	held := make(chan error, 1)
+	go func() { _, err := hold.Exec("/* gk:type=hold */ SELECT SLEEP(0.5)"); held <- err }()
+	waitFor(t, 5*time.Second, "the holder to run", func() bool { return p.Admission().Snapshot().Running == 1 })
+	queued := make(chan error, 1)
+	go func() { _, err := db.Exec("/* gk:type=best_sellers */ SELECT 8"); queued <- err }()
+	waitQueued(t, p, 1)
+	w := p.Admission().Waiting(1)
+	require.Len(t, w, 1)
+	assert.Equal(t, uint64(fast.Key), w[0].Type, "queued under %q", fast.Sample)
+	require.NoError(t, <-held)
+	require.NoError(t, <-queued)
+}
+
 // Identity keys type every unit by who runs it.
 func TestTypesByUser(t *testing.T) {
 	p := startProxy(t, func(c *config.Config) { c.Classify.TypeKey = "user" })

@@ -242,12 +242,12 @@ type Reserve struct {
 }
 
 // Request type keys.
-var TypeKeys = []string{"digest", "tag", "transaction", "user", "schema", "program_name"}
+var TypeKeys = []string{"digest", "tag", "tag_digest", "transaction", "user", "schema", "program_name"}
 
 // Classify configures how requests are grouped into types.
 type Classify struct {
-	// TypeKey is what makes a request type: digest (default), tag, transaction, user,
-	// schema or program_name.
+	// TypeKey is what makes a request type: digest (default), tag, tag_digest,
+	// transaction, user, schema or program_name.
 	TypeKey string `mapstructure:"type_key"`
 }
 

@@ -185,9 +185,13 @@ func (s *session) unitKey(txn bool) uint64 {
 	case keyUser, keySchema, keyProgram:
 		key, _ := s.identityKey()
 		return key
-	case keyTag:
+	case keyTag, keyTagDigest:
 		if st.valid && st.tag != nil {
-			return classify.Hash(st.tag) ^ saltTag
+			key := classify.Hash(st.tag) ^ saltTag
+			if s.srv.typeKey == keyTagDigest && !txn {
+				key = tagDigestKey(key, st.hash)
+			}
+			return key
 		}
 	}
 	if txn {

@@ -22,6 +22,9 @@ const (
 	// keyTag: a unit is typed by the first gk:type tag of its statements, else as under
 	// keyTransaction.
 	keyTag
+	// keyTagDigest: as keyTag, but a tagged autocommit statement is typed by its tag and
+	// its digest, so that the statements of one tagged interaction keep their own costs.
+	keyTagDigest
 	// keyUser, keySchema, keyProgram: a unit is typed by who runs it. They stay last:
 	// typeStatement tells them by typeKey >= keyUser.
 	keyUser
@@ -30,7 +33,7 @@ const (
 )
 
 var typeKeys = map[string]typeKey{
-	"digest": keyDigest, "transaction": keyTransaction, "tag": keyTag,
+	"digest": keyDigest, "transaction": keyTransaction, "tag": keyTag, "tag_digest": keyTagDigest,
 	"user": keyUser, "schema": keySchema, "program_name": keyProgram,
 }
 
@@ -61,6 +64,10 @@ type unitType struct {
 	settled bool
 	tagged  bool
 	hash    uint64
+	// stmtHash is the digest hash of the tagged statement, and tagLen the length of the tag
+	// at the start of sample, under keyTagDigest.
+	stmtHash uint64
+	tagLen   int
 	// sample is the type's sample text; a buffer the session keeps.
 	sample []byte
 }
@@ -109,10 +116,14 @@ func (s *session) typeStatement(cmd byte, cost, busy time.Duration) {
 		return // identity keys need no statement text
 	}
 	switch {
-	case s.srv.typeKey == keyTag && st.tag != nil:
+	case (s.srv.typeKey == keyTag || s.srv.typeKey == keyTagDigest) && st.tag != nil:
 		u.settled, u.tagged = true, true
 		u.hash = classify.Hash(st.tag) ^ saltTag
 		u.sample = append(u.sample[:0], st.tag...)
+		if s.srv.typeKey == keyTagDigest {
+			u.stmtHash, u.tagLen = st.hash, len(st.tag)
+			u.sample = append(append(u.sample, ' '), st.digest...)
+		}
 	case first || st.kind != classify.Transaction:
 		// BEGIN gives the type only to a transaction with nothing else in it.
 		u.settled = st.kind != classify.Transaction
@@ -136,10 +147,22 @@ func (s *session) recordUnit() {
 	case s.unit.txn && !u.tagged:
 		s.sampleBuf = append(append(s.sampleBuf[:0], "TRANSACTION "...), u.sample...)
 		key, sample = key^saltTransaction, s.sampleBuf
+	case s.srv.typeKey == keyTagDigest && u.tagged:
+		if s.unit.txn {
+			sample = sample[:u.tagLen]
+		} else {
+			key = tagDigestKey(key, u.stmtHash)
+		}
 	case s.srv.typeKey == keyDigest:
 		return // the statement is recorded already
 	}
 	costs.RecordBusy(estimator.Key(key), sample, s.unit.work, s.unit.busy)
+}
+
+// tagDigestKey is the type key of an autocommit statement under keyTagDigest, from its
+// tag's key and its digest hash.
+func tagDigestKey(tag, digest uint64) uint64 {
+	return tag ^ digest*0x9e3779b97f4a7c15
 }
 
 // identityKey is the type key and sample of the session under the identity keys (user,

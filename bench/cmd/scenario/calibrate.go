@@ -70,8 +70,8 @@ func calibrateYAML(m mode, s proxySettings) string {
 	if m.Reserve {
 		reserve = s.Reserve.yaml()
 	}
-	return fmt.Sprintf("classify:\n  type_key: tag\nestimator:\n  weight: %g\n  backend_cpus: %d\n"+
-		"admission:\n  discipline: %s\n  aging: %g\n", s.Weight, s.BackendCPUs, m.Discipline, m.Aging) + reserve
+	return fmt.Sprintf("classify:\n  type_key: %s\nestimator:\n  weight: %g\n  backend_cpus: %d\n"+
+		"admission:\n  discipline: %s\n  aging: %g\n", s.typeKey(), s.Weight, s.BackendCPUs, m.Discipline, m.Aging) + reserve
 }
 
 // chosenCapacity reads the capacity a calibrate output at path settled on: its last

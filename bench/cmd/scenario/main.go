@@ -38,6 +38,7 @@ type options struct {
 	capacity, queueTimeout            time.Duration
 	reserve                           reserveSettings
 	weight                            float64
+	typeKey                           string
 	backendCPUs                       int
 	openFactor, openRate              float64
 	openMax                           int
@@ -111,6 +112,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.reserve.LaneRate, "lane-rate", 0, "admission.reserve.lane_rate, with --reserve-floor (0: no bound)")
 	fs.DurationVar(&o.reserve.QuickWaitTarget, "quick-wait-target", 0, "admission.reserve.quick_wait_target, with --reserve-floor (0: the lane is not paced)")
 	fs.Float64Var(&o.weight, "estimator-weight", 0.1, "estimator.weight of the proxy")
+	fs.StringVar(&o.typeKey, "type-key", "tag", "classify.type_key of the proxy: tag (an interaction's statements share its cost) or tag_digest (each autocommit statement of an interaction has its own)")
 	fs.IntVar(&o.backendCPUs, "backend-cpus", -1, "estimator.backend_cpus of the proxy; 0 charges busy time (default: the processors the database may run on, when it runs on this machine, else this machine's)")
 	fs.Float64Var(&o.openFactor, "open", 0.9, "open loop: Poisson arrivals at this share of direct's highest closed-loop throughput; 0 skips it")
 	fs.Float64Var(&o.openRate, "open-rate", 0, "open loop: Poisson arrivals at this rate per second instead of --open's")
@@ -155,6 +157,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.calibrate.Clients < 1 || o.calibrate.Step <= 0 || o.calibrate.Warmup < 0 || o.calibrate.MaxFactor < 1 {
 		return o, errors.New("--calibrate-clients and --calibrate-max-factor must be at least 1, --calibrate-step positive, --calibrate-warmup not negative")
+	}
+	if o.typeKey != "tag" && o.typeKey != "tag_digest" {
+		return o, fmt.Errorf("--type-key: %q; give tag or tag_digest (the report reads each interaction's cost by its tag)", o.typeKey)
 	}
 	if o.duration <= 0 || o.warmup < 0 || o.timeout <= 0 {
 		return o, errors.New("--duration and --timeout must be positive, --warmup not negative")
@@ -239,7 +244,8 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Capacity: o.capacity,
-		QueueTimeout: o.queueTimeout, Reserve: o.reserve, Weight: o.weight, BackendCPUs: o.backendCPUs, Dir: dir}
+		QueueTimeout: o.queueTimeout, Reserve: o.reserve, Weight: o.weight, TypeKey: o.typeKey,
+		BackendCPUs: o.backendCPUs, Dir: dir}
 	if o.capacity == 0 {
 		if err := calibrateModes(ctx, o, settings, o.modes); err != nil {
 			return err

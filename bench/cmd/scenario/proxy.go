@@ -121,8 +121,17 @@ type proxySettings struct {
 	QueueTimeout    time.Duration
 	Reserve         reserveSettings
 	Weight          float64
+	TypeKey         string // classify.type_key: tag or tag_digest; empty is tag
 	BackendCPUs     int
 	Dir             string
+}
+
+// typeKey is the proxy's classify.type_key.
+func (s proxySettings) typeKey() string {
+	if s.TypeKey == "" {
+		return "tag"
+	}
+	return s.TypeKey
 }
 
 // proxyProcess is a running gatekeeper.
@@ -145,8 +154,8 @@ func freePort() (string, error) {
 func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: %s\nadmin:\n  listen: %s\nbackends:\n  primary: %s\n", listen, adminAddr, s.Primary)
-	fmt.Fprintf(&b, "classify:\n  type_key: tag\nestimator:\n  weight: %g\n  backend_cpus: %d\nlog:\n  level: warn\n",
-		s.Weight, s.BackendCPUs)
+	fmt.Fprintf(&b, "classify:\n  type_key: %s\nestimator:\n  weight: %g\n  backend_cpus: %d\nlog:\n  level: warn\n",
+		s.typeKey(), s.Weight, s.BackendCPUs)
 	fmt.Fprintf(&b, "admission:\n  enabled: %t\n", m.Admission)
 	if m.Admission {
 		capacity := s.Capacity
@@ -227,7 +236,8 @@ type typeTotal struct {
 	TotalMS float64
 }
 
-// busy holds the totals of each tagged type.
+// busy holds the totals of each tag: of its type, or under tag_digest of its types
+// (named "TAG DIGEST") together.
 type busy map[string]typeTotal
 
 // types reads the proxy's per-type totals, by tag.
@@ -241,11 +251,19 @@ func (p *proxyProcess) types() (busy, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
 		return nil, err
 	}
+	return byTag(tr.Types), nil
+}
+
+// byTag sums the totals of types by tag: a type's sample is its tag, or under tag_digest
+// "TAG DIGEST".
+func byTag(types []admin.TypeStats) busy {
 	out := busy{}
-	for _, t := range tr.Types {
-		out[t.Sample] = typeTotal{t.Count, t.TotalMS}
+	for _, t := range types {
+		tag, _, _ := strings.Cut(t.Sample, " ")
+		sum := out[tag]
+		out[tag] = typeTotal{sum.Count + t.Count, sum.TotalMS + t.TotalMS}
 	}
-	return out, nil
+	return out
 }
 
 // execMS returns the backend busy time per interaction of tag between two readings, for n

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+	"github.com/gatekeeperdb/gatekeeper/internal/admin"
 )
 
 func TestParseModes(t *testing.T) {
@@ -72,6 +73,35 @@ func TestParseFlagsCalibratesWithoutCapacity(t *testing.T) {
 	require.Equal(t, []int{10, 40}, o.clients)
 	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct", "--clients", "10,zero"})
 	require.ErrorContains(t, err, "positive whole number")
+}
+
+func TestTypeKeyFlag(t *testing.T) {
+	o, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--clients", "10"})
+	require.NoError(t, err)
+	require.Equal(t, "tag", o.typeKey)
+	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--clients", "10", "--type-key", "digest"})
+	require.ErrorContains(t, err, "give tag or tag_digest")
+
+	var got struct {
+		Classify struct {
+			TypeKey string `yaml:"type_key"`
+		}
+	}
+	s := proxySettings{TypeKey: "tag_digest", Weight: 0.1}
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "s", Proxy: true}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
+	require.Equal(t, "tag_digest", got.Classify.TypeKey)
+	require.NoError(t, yaml.Unmarshal([]byte(calibrateYAML(mode{Name: "s", Admission: true, Discipline: "sjf"}, s)), &got))
+	require.Equal(t, "tag_digest", got.Classify.TypeKey)
+}
+
+// Under tag_digest an interaction's cost is the sum over its statements' types.
+func TestByTagSumsTheTypesOfATag(t *testing.T) {
+	got := byTag([]admin.TypeStats{
+		{Sample: "best_sellers SELECT MAX ( o_id ) FROM orders", Count: 10, TotalMS: 10},
+		{Sample: "best_sellers SELECT i_id FROM item", Count: 10, TotalMS: 500},
+		{Sample: "home", Count: 4, TotalMS: 2},
+	})
+	require.Equal(t, busy{"best_sellers": {20, 510}, "home": {4, 2}}, got)
 }
 
 func TestConfigYAMLIsWhatTheModeSays(t *testing.T) {
