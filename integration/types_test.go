@@ -169,6 +169,29 @@ func TestTypesByTagAndDigest(t *testing.T) {
 	assert.Equal(t, uint64(fast.Key), w[0].Type, "queued under %q", fast.Sample)
 	require.NoError(t, <-held)
 	require.NoError(t, <-queued)
+
+	// So is a transaction whose tag is on its BEGIN only.
+	conn, err := db.Conn(t.Context())
+	require.NoError(t, err)
+	defer conn.Close()
+	go func() { _, err := hold.Exec("/* gk:type=hold */ SELECT SLEEP(0.5)"); held <- err }()
+	waitFor(t, 5*time.Second, "the holder to run", func() bool { return p.Admission().Snapshot().Running == 1 })
+	go func() {
+		_, err := conn.ExecContext(t.Context(), "/* gk:type=checkout */ BEGIN")
+		if err == nil {
+			_, err = conn.ExecContext(t.Context(), "SELECT 2")
+		}
+		if err == nil {
+			_, err = conn.ExecContext(t.Context(), "COMMIT")
+		}
+		queued <- err
+	}()
+	waitQueued(t, p, 1)
+	w = p.Admission().Waiting(1)
+	require.Len(t, w, 1)
+	assert.Equal(t, uint64(checkout.Key), w[0].Type, "queued under %q", checkout.Sample)
+	require.NoError(t, <-held)
+	require.NoError(t, <-queued)
 }
 
 // Identity keys type every unit by who runs it.

@@ -186,6 +186,9 @@ func (s *session) unitKey(txn bool) uint64 {
 		key, _ := s.identityKey()
 		return key
 	case keyTag, keyTagDigest:
+		if u := &s.unit.typ; u.tagged {
+			return u.hash // the transaction's BEGIN carried the tag
+		}
 		if st.valid && st.tag != nil {
 			key := classify.Hash(st.tag) ^ saltTag
 			if s.srv.typeKey == keyTagDigest && !txn {
