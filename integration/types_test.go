@@ -158,38 +158,37 @@ func TestTypesByTagAndDigest(t *testing.T) {
 	hold := openDB(t, p.Addr, "interpolateParams=true")
 	mustExec(t, hold, "/* gk:type=hold */ SELECT SLEEP(0.5)") // learned: the whole capacity
 	typeWith(t, p, "hold SELECT SLEEP(?)", 1)
-	held := make(chan error, 1)
-	go func() { _, err := hold.Exec("/* gk:type=hold */ SELECT SLEEP(0.5)"); held <- err }()
-	waitFor(t, 5*time.Second, "the holder to run", func() bool { return p.Admission().Snapshot().Running == 1 })
-	queued := make(chan error, 1)
-	go func() { _, err := db.Exec("/* gk:type=best_sellers */ SELECT 8"); queued <- err }()
-	waitQueued(t, p, 1)
-	w := p.Admission().Waiting(1)
-	require.Len(t, w, 1)
-	assert.Equal(t, uint64(fast.Key), w[0].Type, "queued under %q", fast.Sample)
-	require.NoError(t, <-held)
-	require.NoError(t, <-queued)
+	queuedUnder(t, p, hold, fast, func() error {
+		_, err := db.Exec("/* gk:type=best_sellers */ SELECT 8")
+		return err
+	})
 
 	// So is a transaction whose tag is on its BEGIN only.
 	conn, err := db.Conn(t.Context())
 	require.NoError(t, err)
 	defer conn.Close()
+	queuedUnder(t, p, hold, checkout, func() error {
+		for _, q := range []string{"/* gk:type=checkout */ BEGIN", "SELECT 2", "COMMIT"} {
+			if _, err := conn.ExecContext(t.Context(), q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// queuedUnder holds the whole capacity with a long unit on hold, runs unit while it does, and
+// checks that unit waits for admission under the type want.
+func queuedUnder(t *testing.T, p *testProxy, hold *sql.DB, want estimator.TypeStats, unit func() error) {
+	t.Helper()
+	held, queued := make(chan error, 1), make(chan error, 1)
 	go func() { _, err := hold.Exec("/* gk:type=hold */ SELECT SLEEP(0.5)"); held <- err }()
 	waitFor(t, 5*time.Second, "the holder to run", func() bool { return p.Admission().Snapshot().Running == 1 })
-	go func() {
-		_, err := conn.ExecContext(t.Context(), "/* gk:type=checkout */ BEGIN")
-		if err == nil {
-			_, err = conn.ExecContext(t.Context(), "SELECT 2")
-		}
-		if err == nil {
-			_, err = conn.ExecContext(t.Context(), "COMMIT")
-		}
-		queued <- err
-	}()
+	go func() { queued <- unit() }()
 	waitQueued(t, p, 1)
-	w = p.Admission().Waiting(1)
+	w := p.Admission().Waiting(1)
 	require.Len(t, w, 1)
-	assert.Equal(t, uint64(checkout.Key), w[0].Type, "queued under %q", checkout.Sample)
+	assert.Equal(t, uint64(want.Key), w[0].Type, "queued under %q", want.Sample)
 	require.NoError(t, <-held)
 	require.NoError(t, <-queued)
 }
