@@ -129,6 +129,54 @@ func TestAdmissionAgingBound(t *testing.T) {
 	assert.Equal(t, []string{"short", "long"}, finishOrder(t, sjf, 150*time.Millisecond))
 }
 
+// longAmidShorts runs a long unit while clients keep short units queued, and returns how
+// long it took and its error.
+func longAmidShorts(t *testing.T, p *testProxy) (time.Duration, error) {
+	t.Helper()
+	db := openDB(t, p.Addr, "")
+	db.SetMaxOpenConns(30)
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				_, _ = db.ExecContext(ctx, shortQuery)
+			}
+		})
+	}
+	defer func() { stop(); wg.Wait() }()
+	waitFor(t, 5*time.Second, "short units queued", func() bool { return p.Admission().Snapshot().Queued >= 5 })
+	start := time.Now()
+	_, err := db.Exec(longQuery)
+	return time.Since(start), err
+}
+
+// Under sjf a long unit never finds the room while cheaper units keep arriving: it waits
+// until its queue timeout. With a last call it goes first once it has waited queue_timeout
+// minus last_call, and is served; until then the short units pass it.
+func TestAdmissionLastCall(t *testing.T) {
+	edit := func(lastCall time.Duration) func(a *config.Admission) {
+		return func(a *config.Admission) {
+			a.Discipline = "sjf"
+			a.Capacity = 50 * time.Millisecond // five short units, and a long one only alone
+			a.QueueTimeout = 2 * time.Second
+			a.LastCall = lastCall
+		}
+	}
+	took, err := longAmidShorts(t, admissionProxy(t, edit(0)))
+	var me *mysql.MySQLError
+	require.ErrorAs(t, err, &me, "without a last call the long unit times out")
+	assert.Equal(t, uint16(1205), me.Number)
+	assert.GreaterOrEqual(t, took, 2*time.Second)
+
+	p := admissionProxy(t, edit(1500*time.Millisecond))
+	took, err = longAmidShorts(t, p)
+	require.NoError(t, err, "the long unit is served at its last call")
+	assert.GreaterOrEqual(t, took, 850*time.Millisecond, "short units passed it for 500 ms, then it ran for 400")
+	assert.Less(t, took, 2*time.Second)
+	assert.Zero(t, p.Admission().Snapshot().TimedOut)
+}
+
 // With costs as processor shares (estimator.backend_cpus) the aging bound stays a multiple
 // of how long a unit keeps the backend busy, not of its share. The long type, learned four
 // at a time on one processor, costs about a quarter of its 400 ms: with aging 0.5 a long

@@ -28,7 +28,8 @@ func (q queueSource) Queue() admin.QueueResponse {
 	s := ctl.Snapshot()
 	r := admin.QueueResponse{
 		Time: s.Time, Enabled: q.enabled(), Discipline: s.Discipline.String(), Aging: s.Aging,
-		Queued: s.Queued, InFlight: s.Running,
+		LastCallMS: ms(s.LastCall),
+		Queued:     s.Queued, InFlight: s.Running,
 		LoadMS: ms(s.Load), CapacityMS: ms(s.Capacity), OpenTransactions: s.OpenTxns,
 		Admitted:  s.Admitted,
 		Rejected:  s.QueueFull + s.NewSessionRefused + s.SessionAborted,
@@ -116,7 +117,7 @@ func (r *reloader) reload() error {
 	r.enabled = next.Admission.Enabled
 	a := next.Admission
 	r.log.Info("configuration reloaded", "admission.enabled", a.Enabled, "admission.capacity", a.Capacity,
-		"admission.discipline", a.Discipline, "admission.aging", a.Aging)
+		"admission.discipline", a.Discipline, "admission.aging", a.Aging, "admission.last_call", a.LastCall)
 	if len(restart) > 0 {
 		r.log.Warn("configuration changes that need a restart were not applied", "sections", restart)
 	}

@@ -75,6 +75,8 @@ type QueueResponse struct {
 	TimedOut uint64 `json:"timed_out"`
 	// Aging is the aging factor X (0: off).
 	Aging float64 `json:"aging"`
+	// LastCallMS is admission.last_call (0: off).
+	LastCallMS float64 `json:"last_call_ms"`
 	// OpenTransactions are the admitted transactions running.
 	OpenTransactions int `json:"open_transactions"`
 	// Sessions is the session gate, when it is on.

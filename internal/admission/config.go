@@ -49,6 +49,11 @@ type Config struct {
 	// bounds bind, units go in the order of their bounds (Alpha scheduling). Small X is close
 	// to FIFO, large X to SJF; 0 is off (pure SJF).
 	Aging float64
+	// LastCall is how long before its queue timeout a waiting unit's bound comes under SJF:
+	// from then on it goes ahead of cheaper units, in the order of the bounds, so that the
+	// discipline serves it before it would be refused. With Aging set the earlier of the two
+	// bounds holds. 0 is off; FIFO ignores it (it serves in deadline order already).
+	LastCall time.Duration
 	// QueueTimeout is how long a unit may wait before it is refused.
 	QueueTimeout time.Duration
 	// MaxQueue bounds the number of units waiting for capacity.
@@ -106,6 +111,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("aging must be 0 (off) or positive (got %g)", c.Aging)
 	case c.QueueTimeout <= 0:
 		return fmt.Errorf("queue_timeout must be positive (got %s)", c.QueueTimeout)
+	case c.LastCall < 0 || c.LastCall >= c.QueueTimeout:
+		return fmt.Errorf("last_call must be 0 (off) or shorter than queue_timeout %s (got %s); it is how long before its timeout a unit goes first", c.QueueTimeout, c.LastCall)
 	case c.MaxQueue < 1:
 		return fmt.Errorf("max_queue must be at least 1 (got %d)", c.MaxQueue)
 	case c.MaxOpenTransactions < 0:

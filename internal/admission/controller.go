@@ -57,7 +57,8 @@ type Ticket struct {
 	seq      uint64
 	arrived  time.Time
 	deadline time.Time
-	// bound is when the unit has waited Aging times its expected service time.
+	// bound is when the unit must go first (SJF with Aging or LastCall): when it has waited
+	// Aging times its expected service time, or LastCall before its deadline.
 	bound time.Time
 	// waited is how long the unit waited before admission.
 	waited time.Duration
@@ -96,10 +97,12 @@ type Controller struct {
 	openTxns int
 	lane     int // lengthy units running inside the reserve
 
-	order     heap // units waiting for capacity, in discipline order
-	bound     heap // the same units by aging bound (SJF with aging only)
-	deadlines heap // every waiting unit by deadline
-	blocked   heap // the session gate's blocking queue, in arrival order
+	order     heap      // units waiting for capacity, in discipline order
+	bound     heap      // the same units by bound (SJF with Aging or LastCall only)
+	deadlines heap      // every waiting unit by deadline
+	active    heap      // the running units by expected end
+	ends      []*Ticket // scratch for startOf
+	blocked   heap      // the session gate's blocking queue, in arrival order
 	// held are transactions that reached the head of the queue while
 	// max_open_transactions were open: they wait aside, in arrival order, so that units
 	// that are not transactions are not held behind them.
@@ -175,16 +178,36 @@ func orderFor(cfg Config) func(a, b *Ticket) bool {
 	return bySeq
 }
 
-// parkedOrder is the order of the parked lengthy units among themselves: by aging bound
-// under sjf with aging, else by arrival.
+// parkedOrder is the order of the parked lengthy units among themselves: by bound under
+// sjf with bounds, else by arrival.
 func parkedOrder(cfg Config) func(a, b *Ticket) bool {
-	if cfg.Discipline == SJF && cfg.Aging > 0 {
+	if cfg.bounded() {
 		return byBound
 	}
 	return bySeq
 }
 
-func (c *Controller) aging() bool { return c.cfg.Discipline == SJF && c.cfg.Aging > 0 }
+// bounded says whether waiting units have bounds: SJF with Aging or LastCall.
+func (c *Config) bounded() bool {
+	return c.Discipline == SJF && (c.Aging > 0 || c.LastCall > 0)
+}
+
+func (c *Controller) bounded() bool { return c.cfg.bounded() }
+
+// boundOf is when the waiting unit t must go first: the earlier of its aging bound and its
+// last call.
+func (c *Controller) boundOf(t *Ticket) time.Time {
+	var b time.Time
+	if c.cfg.Aging > 0 {
+		b = t.arrived.Add(time.Duration(c.cfg.Aging * float64(t.req.service())))
+	}
+	if c.cfg.LastCall > 0 {
+		if call := t.deadline.Add(-c.cfg.LastCall); b.IsZero() || call.Before(b) {
+			b = call
+		}
+	}
+	return b
+}
 
 // Arrive asks admission for a unit. It never blocks: the unit is Admitted, or waits
 // (Queued or Blocked; see Wait), or is refused (Idle, with the reason as the error).
@@ -252,8 +275,8 @@ func (c *Controller) wait(t *Ticket, now time.Time) {
 // enqueue puts a waiting unit in the queue for capacity.
 func (c *Controller) enqueue(t *Ticket) {
 	t.state = Queued
-	if c.aging() {
-		t.bound = t.arrived.Add(time.Duration(c.cfg.Aging * float64(t.req.service())))
+	if c.bounded() {
+		t.bound = c.boundOf(t)
 	}
 	if c.paced() && c.lengthy(t) {
 		// A paced lane starts lengthy units at its pace, not when the queue lets them
@@ -263,7 +286,7 @@ func (c *Controller) enqueue(t *Ticket) {
 		return
 	}
 	c.order.push(t)
-	if c.aging() {
+	if c.bounded() {
 		c.bound.push(t)
 	}
 }
@@ -342,10 +365,10 @@ func (r *Request) service() time.Duration {
 }
 
 // pick returns the waiting unit to admit next: the head of the queue, unless it would still
-// run when the earliest aging bound passes; then the unit with that bound.
+// run when the earliest bound passes; then the unit with that bound.
 func (c *Controller) pick(now time.Time) *Ticket {
 	head := c.order.min()
-	if !c.aging() {
+	if !c.bounded() {
 		return head
 	}
 	if e := c.bound.min(); e != head && c.due(e, head, now) {
@@ -354,10 +377,10 @@ func (c *Controller) pick(now time.Time) *Ticket {
 	return head
 }
 
-// due says whether the waiting unit w must go before q to keep its aging bound: q would
-// still run when w's bound passes.
+// due says whether the waiting unit w must go before q to keep its bound: q would still run
+// when w's bound passes.
 func (c *Controller) due(w, q *Ticket, now time.Time) bool {
-	return c.aging() && now.Add(q.req.service()).After(w.bound)
+	return c.bounded() && now.Add(q.req.service()).After(w.bound)
 }
 
 // waiting counts the units waiting for capacity.
@@ -366,7 +389,7 @@ func (c *Controller) waiting() int { return c.order.len() + c.held.len() + c.par
 // dispatch admits waiting units while the next one fits. A parked lengthy unit goes before
 // the queue's next unit when the discipline puts it first: under fifo the earlier arrival,
 // under sjf the cheaper, so that under sjf a lengthy unit takes the lane only when no
-// cheaper unit waits for the room, unless its aging bound comes first: then it holds the
+// cheaper unit waits for the room, unless its bound comes first: then it holds the
 // room as the queue's head would, and only a full lane lets the units behind it pass. A
 // paced lane's parked units go first whenever they fit: the pace bounds them instead.
 func (c *Controller) dispatch(now time.Time) {
@@ -595,14 +618,15 @@ func (c *Controller) Wait(ctx context.Context, t *Ticket) error {
 }
 
 // Configure swaps the policy. Waiting units keep their place and deadlines; the queue is
-// reordered when the discipline or the aging changed.
+// reordered when the discipline or the bounds changed.
 func (c *Controller) Configure(cfg Config) {
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.cfg
 	c.cfg = cfg
-	if old.Discipline != cfg.Discipline || old.Aging != cfg.Aging {
+	rebound := old.Discipline != cfg.Discipline || old.Aging != cfg.Aging || old.LastCall != cfg.LastCall
+	if rebound {
 		waiting := slices.Clone(c.order.items)
 		for _, t := range waiting {
 			t.pos[slotOrder], t.pos[slotBound] = -1, -1
@@ -613,7 +637,7 @@ func (c *Controller) Configure(cfg Config) {
 			c.enqueue(t)
 		}
 	}
-	if old.Reserve != cfg.Reserve || old.Discipline != cfg.Discipline || old.Aging != cfg.Aging {
+	if old.Reserve != cfg.Reserve || rebound {
 		// The lane, the cutoff or the order changed: the parked units queue again under the
 		// new rule.
 		for c.parked.len() > 0 {
@@ -648,6 +672,7 @@ type Snapshot struct {
 	Time       time.Time
 	Discipline Discipline
 	Aging      float64
+	LastCall   time.Duration
 	Capacity   time.Duration
 	Load       time.Duration
 	Running    int
@@ -679,7 +704,7 @@ func (c *Controller) Snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Snapshot{
-		Time: now, Discipline: c.cfg.Discipline, Aging: c.cfg.Aging,
+		Time: now, Discipline: c.cfg.Discipline, Aging: c.cfg.Aging, LastCall: c.cfg.LastCall,
 		Capacity: c.cfg.Capacity, Load: c.load, Running: c.running,
 		Queued: c.waiting(), OpenTxns: c.openTxns,
 		ActiveLimit: c.cfg.Sessions.ActiveLimit, Active: c.gate.active,

@@ -19,7 +19,7 @@ type simUnit struct {
 // runAdversarial drives a controller with random arrivals (costs spread over three orders
 // of magnitude, actual run times off the estimate by up to 2x either way, bursts) and
 // calls check for every unit the step admitted, with the units still waiting.
-func runAdversarial(t *testing.T, cfg Config, seed uint64, check func(now time.Time, s *simUnit, waiting []*simUnit)) {
+func runAdversarial(t *testing.T, cfg Config, seed uint64, check func(c *Controller, now time.Time, s *simUnit, waiting []*simUnit)) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	clock := NewManualClock(time.Unix(0, 0))
 	c := New(cfg, clock)
@@ -50,7 +50,7 @@ func runAdversarial(t *testing.T, cfg Config, seed uint64, check func(now time.T
 		for _, u := range admitted {
 			u.end = now.Add(u.actual)
 			started = append(started, u)
-			check(now, u, still)
+			check(c, now, u, still)
 		}
 	}
 	for i := 0; i < 2000; i++ {
@@ -117,7 +117,7 @@ func TestAgingBoundHolds(t *testing.T) {
 			cfg := Config{Capacity: 3 * time.Second, Discipline: SJF, Aging: x,
 				QueueTimeout: time.Hour, MaxQueue: 1 << 20}
 			checked := 0
-			runAdversarial(t, cfg, seed, func(now time.Time, s *simUnit, waiting []*simUnit) {
+			runAdversarial(t, cfg, seed, func(c *Controller, now time.Time, s *simUnit, waiting []*simUnit) {
 				// (A unit admitted on arrival never had a bound.)
 				if want := s.t.arrived.Add(time.Duration(x * float64(s.t.req.service()))); !s.t.bound.IsZero() && !s.t.bound.Equal(want) {
 					t.Fatalf("aging %g seed %d: bound %s, want arrival + X x service = %s", x, seed, s.t.bound, want)
@@ -135,10 +135,39 @@ func TestAgingBoundHolds(t *testing.T) {
 	}
 }
 
+// TestLastCallBoundHolds: under SJF with a last call, alone or with aging, each waiting
+// unit's bound is the earlier of its aging bound and last_call before its deadline, and a
+// unit is admitted ahead of a waiting one only as under aging.
+func TestLastCallBoundHolds(t *testing.T) {
+	const timeout, call = 2 * time.Second, 500 * time.Millisecond
+	for _, x := range []float64{0, 5} {
+		cfg := Config{Capacity: 3 * time.Second, Discipline: SJF, Aging: x, LastCall: call,
+			QueueTimeout: timeout, MaxQueue: 1 << 20}
+		checked := 0
+		runAdversarial(t, cfg, 5, func(c *Controller, now time.Time, s *simUnit, waiting []*simUnit) {
+			want := s.t.arrived.Add(timeout - call)
+			if aged := s.t.arrived.Add(time.Duration(x * float64(s.t.req.service()))); x > 0 && aged.Before(want) {
+				want = aged
+			}
+			if !s.t.bound.IsZero() && !s.t.bound.Equal(want) {
+				t.Fatalf("aging %g: bound %s, want %s", x, s.t.bound, want)
+			}
+			for _, w := range waiting {
+				if now.Add(s.t.req.service()).After(w.t.bound) && s.t.bound.After(w.t.bound) {
+					t.Fatalf("aging %g: unit of cost %s admitted at %s past the bound %s of a unit of cost %s",
+						x, s.t.req.Cost, now, w.t.bound, w.t.req.Cost)
+				}
+				checked++
+			}
+		})
+		require.Positive(t, checked, "the run must build a queue")
+	}
+}
+
 // TestSJFAdmitsShortestFirst: without aging no waiting unit is cheaper than one admitted.
 func TestSJFAdmitsShortestFirst(t *testing.T) {
 	cfg := Config{Capacity: 3 * time.Second, Discipline: SJF, QueueTimeout: time.Hour, MaxQueue: 1 << 20}
-	runAdversarial(t, cfg, 7, func(now time.Time, s *simUnit, waiting []*simUnit) {
+	runAdversarial(t, cfg, 7, func(c *Controller, now time.Time, s *simUnit, waiting []*simUnit) {
 		for _, w := range waiting {
 			require.GreaterOrEqual(t, w.t.req.Cost, s.t.req.Cost)
 		}
@@ -149,7 +178,7 @@ func TestSJFAdmitsShortestFirst(t *testing.T) {
 // and timeouts and a full queue keep the books right.
 func TestFIFOAdmitsInArrivalOrder(t *testing.T) {
 	cfg := Config{Capacity: 3 * time.Second, Discipline: FIFO, QueueTimeout: 2 * time.Second, MaxQueue: 200}
-	runAdversarial(t, cfg, 11, func(now time.Time, s *simUnit, waiting []*simUnit) {
+	runAdversarial(t, cfg, 11, func(c *Controller, now time.Time, s *simUnit, waiting []*simUnit) {
 		for _, w := range waiting {
 			require.Greater(t, w.t.seq, s.t.seq)
 		}

@@ -234,6 +234,8 @@ func (s *script) set(kvs []string) error {
 			c.Aging, err = strconv.ParseFloat(v, 64)
 		case "queue_timeout":
 			dur(&c.QueueTimeout)
+		case "last_call":
+			dur(&c.LastCall)
 		case "max_queue":
 			num(&c.MaxQueue)
 		case "max_open_transactions":

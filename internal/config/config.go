@@ -129,6 +129,10 @@ type Admission struct {
 	// Aging is X in "no unit waits more than X times its expected service time" (its type's
 	// average busy time); 0 (default) is off.
 	Aging float64 `mapstructure:"aging"`
+	// LastCall: under sjf, a unit that has waited queue_timeout minus LastCall goes ahead of
+	// cheaper units, in deadline order, so that it is served instead of refused; 0 (default)
+	// is off.
+	LastCall time.Duration `mapstructure:"last_call"`
 	// QueueTimeout is how long a unit may wait. Default 5s.
 	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
 	// MaxQueue bounds the number of waiting units. Default 10000.

@@ -138,6 +138,11 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"log.level", "log.format"},
 		},
 		{
+			name: "last call as long as the queue timeout",
+			yaml: "admission:\n  queue_timeout: 2s\n  last_call: 2s\n",
+			want: []string{"admission.last_call", "shorter than admission.queue_timeout (2s)"},
+		},
+		{
 			name: "bad environment value",
 			env:  map[string]string{"GATEKEEPER_ADMISSION_MAX_QUEUE": "many"},
 			want: []string{"admission.max_queue"},

@@ -30,6 +30,7 @@ func AdmissionConfig(a config.Admission) admission.Config {
 		MaxConcurrency:      a.MaxConcurrency,
 		Discipline:          d,
 		Aging:               a.Aging,
+		LastCall:            a.LastCall,
 		QueueTimeout:        a.QueueTimeout,
 		MaxQueue:            a.MaxQueue,
 		MaxOpenTransactions: a.MaxOpenTransactions,

@@ -71,7 +71,8 @@ func calibrateYAML(m mode, s proxySettings) string {
 		reserve = s.Reserve.yaml()
 	}
 	return fmt.Sprintf("classify:\n  type_key: %s\nestimator:\n  weight: %g\n  backend_cpus: %d\n"+
-		"admission:\n  discipline: %s\n  aging: %g\n", s.typeKey(), s.Weight, s.BackendCPUs, m.Discipline, m.Aging) + reserve
+		"admission:\n  discipline: %s\n  aging: %g\n  last_call: %s\n  queue_timeout: %s\n",
+		s.typeKey(), s.Weight, s.BackendCPUs, m.Discipline, m.Aging, m.LastCall, s.QueueTimeout) + reserve
 }
 
 // chosenCapacity reads the capacity a calibrate output at path settled on: its last

@@ -22,10 +22,11 @@ type mode struct {
 	Name string
 	// Proxy: through gatekeeper; else straight to the primary.
 	Proxy bool
-	// Admission on, with Discipline and Aging (0: off).
+	// Admission on, with Discipline, Aging and LastCall (0: off).
 	Admission  bool
 	Discipline string
 	Aging      float64
+	LastCall   time.Duration
 	// Capacity overrides the common admission.capacity (0: keep it).
 	Capacity time.Duration
 	// Calibrated: Capacity is what gatekeeper calibrate chose for the mode.
@@ -34,7 +35,8 @@ type mode struct {
 	Reserve bool
 }
 
-// parseModes reads a comma-separated list: direct, passthrough, fifo, sjf, sjf-aging-X; an
+// parseModes reads a comma-separated list: direct, passthrough, fifo, sjf, sjf-aging-X,
+// sjf-last-call-D; an
 // admission mode may name its own capacity after @, as in fifo@360ms, and take the reserve
 // with +reserve at the end, as in sjf@80ms+reserve.
 func parseModes(s string) ([]mode, error) {
@@ -74,14 +76,20 @@ func parseModes(s string) ([]mode, error) {
 				return nil, fmt.Errorf("--modes: %s: the aging factor after sjf-aging- must be a positive number, as in sjf-aging-5", name)
 			}
 			m.Proxy, m.Admission, m.Discipline, m.Aging = true, true, "sjf", x
+		case strings.HasPrefix(name, "sjf-last-call-"):
+			d, err := time.ParseDuration(strings.TrimPrefix(name, "sjf-last-call-"))
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("--modes: %s: the last call after sjf-last-call- must be a positive duration, shorter than --queue-timeout, as in sjf-last-call-3s", name)
+			}
+			m.Proxy, m.Admission, m.Discipline, m.LastCall = true, true, "sjf", d
 		default:
-			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, fifo, sjf or sjf-aging-X, an admission mode with its own capacity after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve", m.Name)
+			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, fifo, sjf, sjf-aging-X or sjf-last-call-D, an admission mode with its own capacity after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve", m.Name)
 		}
 		if m.Capacity > 0 && !m.Admission {
-			return nil, fmt.Errorf("--modes: %s: only an admission mode (fifo, sjf, sjf-aging-X) has a capacity", m.Name)
+			return nil, fmt.Errorf("--modes: %s: only an admission mode (fifo, sjf, sjf-aging-X, sjf-last-call-D) has a capacity", m.Name)
 		}
 		if m.Reserve && !m.Admission {
-			return nil, fmt.Errorf("--modes: %s: only an admission mode (fifo, sjf, sjf-aging-X) takes the reserve", m.Name)
+			return nil, fmt.Errorf("--modes: %s: only an admission mode (fifo, sjf, sjf-aging-X, sjf-last-call-D) takes the reserve", m.Name)
 		}
 		out = append(out, m)
 	}
@@ -162,8 +170,8 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 		if m.Capacity > 0 {
 			capacity = m.Capacity
 		}
-		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  queue_timeout: %s\n  max_queue: 100000\n",
-			capacity, m.Discipline, m.Aging, s.QueueTimeout)
+		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  last_call: %s\n  queue_timeout: %s\n  max_queue: 100000\n",
+			capacity, m.Discipline, m.Aging, m.LastCall, s.QueueTimeout)
 		if m.Reserve {
 			b.WriteString(s.Reserve.yaml())
 		}

@@ -15,7 +15,7 @@ import (
 )
 
 func TestParseModes(t *testing.T) {
-	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5,fifo@360ms,sjf@80ms+reserve,fifo+reserve")
+	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5,sjf-last-call-3s,fifo@360ms,sjf@80ms+reserve,fifo+reserve")
 	require.NoError(t, err)
 	require.Equal(t, []mode{
 		{Name: "direct"},
@@ -23,6 +23,7 @@ func TestParseModes(t *testing.T) {
 		{Name: "fifo", Proxy: true, Admission: true, Discipline: "fifo"},
 		{Name: "sjf", Proxy: true, Admission: true, Discipline: "sjf"},
 		{Name: "sjf-aging-2.5", Proxy: true, Admission: true, Discipline: "sjf", Aging: 2.5},
+		{Name: "sjf-last-call-3s", Proxy: true, Admission: true, Discipline: "sjf", LastCall: 3 * time.Second},
 		{Name: "fifo@360ms", Proxy: true, Admission: true, Discipline: "fifo", Capacity: 360 * time.Millisecond},
 		{Name: "sjf@80ms+reserve", Proxy: true, Admission: true, Discipline: "sjf", Capacity: 80 * time.Millisecond, Reserve: true},
 		{Name: "fifo+reserve", Proxy: true, Admission: true, Discipline: "fifo", Reserve: true},
@@ -32,6 +33,7 @@ func TestParseModes(t *testing.T) {
 		"lifo":                     "unknown mode",
 		"sjf-aging-0":              "positive number",
 		"sjf-aging-x":              "positive number",
+		"sjf-last-call-0s":         "positive duration",
 		"fifo,fifo":                "listed twice",
 		" , ":                      "no mode",
 		"fifo@soon":                "positive duration",
@@ -187,12 +189,14 @@ func TestCalibrateYAMLIsTheModesPolicy(t *testing.T) {
 		}
 		Admission map[string]any
 	}
-	s := proxySettings{Weight: 0.1, BackendCPUs: 2}
-	require.NoError(t, yaml.Unmarshal([]byte(calibrateYAML(mode{Name: "sjf-aging-5", Admission: true, Discipline: "sjf", Aging: 5}, s)), &got))
+	s := proxySettings{Weight: 0.1, BackendCPUs: 2, QueueTimeout: 30 * time.Second}
+	m := mode{Name: "sjf-aging-5", Admission: true, Discipline: "sjf", Aging: 5, LastCall: 3 * time.Second}
+	require.NoError(t, yaml.Unmarshal([]byte(calibrateYAML(m, s)), &got))
 	require.Equal(t, "tag", got.Classify.TypeKey)
 	require.Equal(t, 2, got.Estimator.BackendCPUs)
 	require.Equal(t, 0.1, got.Estimator.Weight)
-	require.Equal(t, map[string]any{"discipline": "sjf", "aging": 5}, got.Admission, "calibrate sets the capacity itself")
+	require.Equal(t, map[string]any{"discipline": "sjf", "aging": 5, "last_call": "3s", "queue_timeout": "30s"}, got.Admission,
+		"calibrate sets the capacity itself")
 }
 
 func TestCapacitiesNameEachModes(t *testing.T) {
