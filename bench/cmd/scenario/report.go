@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/csv"
@@ -414,8 +415,12 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 			reserve += " in the modes marked +reserve"
 		}
 	}
-	fmt.Fprintf(w, "Admission: %s%s, queue timeout %s, type key `tag` (each interaction's statements carry\n", capacities(o), reserve, o.queueTimeout)
-	fmt.Fprintf(w, "`/* gk:type=NAME */`), estimator weight %g, backend_cpus %d. Client timeout %s. Every interaction that failed,\n", o.weight, o.backendCPUs, o.timeout)
+	key, typed := cmp.Or(o.typeKey, "tag"), "and share its type"
+	if key == "tag_digest" {
+		typed = "and each autocommit statement is typed by the tag and its digest"
+	}
+	fmt.Fprintf(w, "Admission: %s%s, queue timeout %s, type key `%s` (each interaction's statements carry\n", capacities(o), reserve, o.queueTimeout, key)
+	fmt.Fprintf(w, "`/* gk:type=NAME */` %s), estimator weight %g, backend_cpus %d. Client timeout %s. Every interaction that failed,\n", typed, o.weight, o.backendCPUs, o.timeout)
 	fmt.Fprintf(w, "was refused or timed out is counted in its class (CSV: `results.csv`); response times are of the\n")
 	fmt.Fprintf(w, "completed ones.\n\n")
 	if n := rounds(all); n > 1 {
