@@ -482,13 +482,15 @@ func (r *Results) writeNotes(p func(string, ...any)) {
 	}
 	p(", sjf %s.\n", fmtMS(r.Open[sjf][near].All.Mean()))
 	p("  Far past saturation in the closed loop every unit waits past its bound, and the controller\n")
-	p("  then admits in the order of the bounds, which is FIFO shifted by X times the service time:\n")
-	p("  the cheapest classes gain, and %s waits about X times its service time longer than under\n", HeavyClass)
-	p("  fifo (at %d clients: fifo %s", s.Clients[last], fmtMS(r.Closed[fifo][last].Classes[heavy].Mean()))
+	p("  then admits in the order of the bounds, while the cheapest waiting units fill the time the\n")
+	p("  unit whose bound came is expected to wait for room (backfilling). Home, the cheapest class,\n")
+	p("  waits far less than under fifo (the per-class table above); the units that fill the time\n")
+	p("  run beside the running ones and stretch them, so the costlier classes wait longer: %s\n", HeavyClass)
+	p("  at %d clients, fifo %s", s.Clients[last], fmtMS(r.Closed[fifo][last].Classes[heavy].Mean()))
 	for _, x := range s.Agings {
 		p(", X=%g %s", x, fmtMS(r.Closed[r.policy(fmt.Sprintf("sjf aging %g", x))][last].Classes[heavy].Mean()))
 	}
-	p(", sjf %s).\n", fmtMS(r.Closed[sjf][last].Classes[heavy].Mean()))
+	p(", sjf %s.\n", fmtMS(r.Closed[sjf][last].Classes[heavy].Mean()))
 	p("- **The concurrency guard binds.** With %s of capacity and at most %d running, admission\n", s.Capacity, s.MaxConcurrency)
 	p("  never let more than %d requests run at once; direct reached %d at %d clients.\n",
 		r.Closed[fifo][last].MaxRunning, r.Closed[r.policy("direct")][last].MaxRunning, s.Clients[last])

@@ -46,8 +46,10 @@ type Config struct {
 	// Aging is X: under SJF each waiting unit has a bound, its arrival plus X times its
 	// expected service time (Request.Service). A unit is admitted ahead of a waiting one only
 	// if it is expected to end before that one's bound, or its own bound comes first; once
-	// bounds bind, units go in the order of their bounds (Alpha scheduling). Small X is close
-	// to FIFO, large X to SJF; 0 is off (pure SJF).
+	// bounds bind, units go in the order of their bounds (Alpha scheduling). While the unit
+	// whose bound came waits for room, the queue's head may still start if it fits and is
+	// expected to end before the running units leave that room (backfilling). Small X is
+	// close to FIFO, large X to SJF; 0 is off (pure SJF).
 	Aging float64
 	// LastCall is how long before its queue timeout a waiting unit's bound comes under SJF:
 	// from then on it goes ahead of cheaper units, in the order of the bounds, so that the

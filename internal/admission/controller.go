@@ -47,6 +47,7 @@ const (
 	slotOrder    = iota // the order heap, or the blocking queue
 	slotBound           // the aging-bound heap
 	slotDeadline        // the deadline heap
+	slotRunning         // the running units' heap
 )
 
 // Ticket carries one unit through admission. The caller owns it and may reuse it for its
@@ -62,7 +63,10 @@ type Ticket struct {
 	bound time.Time
 	// waited is how long the unit waited before admission.
 	waited time.Duration
-	pos    [3]int
+	// end is when the admitted unit is expected to end: its admission plus its expected
+	// service time.
+	end time.Time
+	pos [4]int
 	// gated: the unit holds an active slot of the session gate.
 	gated bool
 	// lane: the unit runs in the lengthy lane, inside the reserve.
@@ -138,6 +142,7 @@ func New(cfg Config, clock Clock) *Controller {
 	}
 	c := &Controller{clock: clock, cfg: cfg}
 	c.deadlines = heap{less: byDeadline, slot: slotDeadline}
+	c.active = heap{less: byEnd, slot: slotRunning}
 	c.blocked = heap{less: bySeq, slot: slotOrder}
 	c.held = heap{less: bySeq, slot: slotOrder}
 	c.parked = heap{less: parkedOrder(cfg), slot: slotOrder}
@@ -160,6 +165,13 @@ func byCost(a, b *Ticket) bool {
 func byBound(a, b *Ticket) bool {
 	if !a.bound.Equal(b.bound) {
 		return a.bound.Before(b.bound)
+	}
+	return a.seq < b.seq
+}
+
+func byEnd(a, b *Ticket) bool {
+	if !a.end.Equal(b.end) {
+		return a.end.Before(b.end)
 	}
 	return a.seq < b.seq
 }
@@ -216,7 +228,7 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
-	*t = Ticket{req: req, seq: c.seq, arrived: now, pos: [3]int{-1, -1, -1}, ready: t.ready}
+	*t = Ticket{req: req, seq: c.seq, arrived: now, pos: [4]int{-1, -1, -1, -1}, ready: t.ready}
 	if t.ready != nil {
 		select { // a signal left from an earlier unit
 		case <-t.ready:
@@ -341,6 +353,8 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 	t.state = Admitted
 	t.waited = now.Sub(t.arrived)
 	t.lane = lane
+	t.end = now.Add(t.req.service())
+	c.active.push(t)
 	c.load += t.req.Cost
 	c.running++
 	if t.req.Txn {
@@ -426,13 +440,54 @@ func (c *Controller) dispatch(now time.Time) {
 			c.setAside(q, &c.parked)
 			q.parked = true
 		case !ok:
-			return
+			b, lane := c.backfill(q, now)
+			if b == nil {
+				return
+			}
+			c.unqueue(b)
+			c.admit(b, now, lane)
+			signal(b)
 		default:
 			c.unqueue(q)
 			c.admit(q, now, lane)
 			signal(q)
 		}
 	}
+}
+
+// backfill returns the queue's head when it may start before the unit q, which is past its
+// bound and waits for room: the head fits now and is expected to end before q is expected
+// to fit, so q starts no later for it. Else nil.
+func (c *Controller) backfill(q *Ticket, now time.Time) (*Ticket, bool) {
+	h := c.order.min()
+	if h == q || !c.bounded() {
+		return nil, false
+	}
+	ok, lane := c.fits(h, now)
+	if !ok || now.Add(h.req.service()).After(c.startOf(q, now)) {
+		return nil, false
+	}
+	return h, lane
+}
+
+// startOf is when the waiting unit q is expected to fit by capacity and concurrency: the
+// expected end of the running unit whose end leaves room for it, or of the last one.
+func (c *Controller) startOf(q *Ticket, now time.Time) time.Time {
+	c.ends = append(c.ends[:0], c.active.items...)
+	slices.SortFunc(c.ends, func(a, b *Ticket) int { return cmpBy(byEnd, a, b) })
+	load, running := c.load, c.running
+	start := now
+	for _, r := range c.ends {
+		load -= r.req.Cost
+		running--
+		start = r.end
+		concurrency := c.cfg.MaxConcurrency == 0 || running < c.cfg.MaxConcurrency
+		if running == 0 || (concurrency && load+q.req.Cost <= c.cfg.Capacity) {
+			break
+		}
+	}
+	clear(c.ends)
+	return start
 }
 
 // setAside moves a queued unit to h, keeping its deadline.
@@ -507,6 +562,7 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 		return
 	}
 	t.state = Idle
+	c.active.remove(t)
 	c.load -= t.req.Cost
 	c.running--
 	if t.req.Txn {
