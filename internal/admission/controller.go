@@ -460,7 +460,7 @@ func (c *Controller) dispatch(now time.Time) {
 // to fit, so q starts no later for it. Else nil.
 func (c *Controller) backfill(q *Ticket, now time.Time) (*Ticket, bool) {
 	h := c.order.min()
-	if h == q || !c.bounded() {
+	if h == q { // q is the head: nothing waiting is cheaper (always so without bounds)
 		return nil, false
 	}
 	ok, lane := c.fits(h, now)
