@@ -505,11 +505,11 @@ type classTable struct {
 // classTables are the per-class tables: the direct peak and twice it, and the open loop.
 func classTables(o options, runs []runResult) []classTable {
 	var out []classTable
-	peak := peakOf(runs, "direct")
-	if peak.Result == nil {
-		return nil
+	var counts []int
+	if peak := peakOf(runs, "direct"); peak.Result != nil {
+		counts = []int{peak.Clients, 2 * peak.Clients}
 	}
-	for _, n := range []int{peak.Clients, 2 * peak.Clients} {
+	for _, n := range counts {
 		t := classTable{title: fmt.Sprintf("Closed loop, %d clients", n)}
 		for _, m := range o.modes {
 			if r := find(runs, m.Name, "closed", n); r != nil {

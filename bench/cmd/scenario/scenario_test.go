@@ -401,7 +401,8 @@ func TestReportSaysWhenThereWasNoOpenLoop(t *testing.T) {
 func TestOpenLoopOnlyReportAndPlots(t *testing.T) {
 	open := func(name string, mean time.Duration) runResult {
 		return runResult{Mode: name, Loop: "open", Rate: 580, Round: 1,
-			Result: &bookstore.Result{Total: bookstore.ClassResult{Throughput: 580, Mean: mean}}}
+			Result: &bookstore.Result{Classes: []bookstore.ClassResult{{Name: "home", Completed: 9, Mean: mean}},
+				Total: bookstore.ClassResult{Throughput: 580, Mean: mean}}}
 	}
 	runs := []runResult{open("direct", 400*time.Millisecond), open("fifo", 800*time.Millisecond), open("sjf", 100*time.Millisecond)}
 	o := options{think: 100 * time.Millisecond, openRate: 580, openMax: 1000, out: t.TempDir(),
@@ -412,4 +413,6 @@ func TestOpenLoopOnlyReportAndPlots(t *testing.T) {
 	writeReport(&b, o, environment{}, runs)
 	require.Contains(t, b.String(), "Open loop at 580.0 arrivals/s, mean response time: fifo / sjf = 8.00, direct / sjf = 4.00.")
 	require.NotContains(t, b.String(), "## Closed loop")
+	require.Contains(t, b.String(), "### Open loop\n\n| class | direct | fifo | sjf |\n|---|---:|---:|---:|\n| home | 400.0 | 800.0 | 100.0 |",
+		"the per-class table needs no closed loop")
 }
