@@ -35,6 +35,9 @@ type mode struct {
 	Reserve bool
 }
 
+// admissionModes names the admission modes parseModes knows, for its errors.
+const admissionModes = "fifo, sjf, sjf-aging-X, sjf-last-call-D"
+
 // parseModes reads a comma-separated list: direct, passthrough, fifo, sjf, sjf-aging-X,
 // sjf-last-call-D; an
 // admission mode may name its own capacity after @, as in fifo@360ms, and take the reserve
@@ -83,13 +86,13 @@ func parseModes(s string) ([]mode, error) {
 			}
 			m.Proxy, m.Admission, m.Discipline, m.LastCall = true, true, "sjf", d
 		default:
-			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, fifo, sjf, sjf-aging-X or sjf-last-call-D, an admission mode with its own capacity after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve", m.Name)
+			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough or an admission mode (%s), an admission mode with its own capacity after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve", m.Name, admissionModes)
 		}
 		if m.Capacity > 0 && !m.Admission {
-			return nil, fmt.Errorf("--modes: %s: only an admission mode (fifo, sjf, sjf-aging-X, sjf-last-call-D) has a capacity", m.Name)
+			return nil, fmt.Errorf("--modes: %s: only an admission mode (%s) has a capacity", m.Name, admissionModes)
 		}
 		if m.Reserve && !m.Admission {
-			return nil, fmt.Errorf("--modes: %s: only an admission mode (fifo, sjf, sjf-aging-X, sjf-last-call-D) takes the reserve", m.Name)
+			return nil, fmt.Errorf("--modes: %s: only an admission mode (%s) takes the reserve", m.Name, admissionModes)
 		}
 		out = append(out, m)
 	}
