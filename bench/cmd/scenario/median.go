@@ -88,6 +88,11 @@ func median[T int | float64 | time.Duration](runs []runResult, f func(runResult)
 	for i, r := range runs {
 		v[i] = f(r)
 	}
+	return middle(v)
+}
+
+// middle is the median of v, which it sorts; of an even count, the mean of the middle two.
+func middle[T int | float64 | time.Duration](v []T) T {
 	slices.SortFunc(v, cmp.Compare[T])
 	k := len(v) / 2
 	if len(v)%2 == 1 {

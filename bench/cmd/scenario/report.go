@@ -448,6 +448,7 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 			}
 		}
 		fmt.Fprintln(w)
+		writeOpenRounds(w, o, all)
 	}
 	writeCPU(w, runs)
 	writeErrors(w, all)
@@ -536,7 +537,7 @@ func classTables(o options, runs []runResult) []classTable {
 // runs are the medians, all every run.
 func writeVerdict(w io.Writer, o options, runs, all []runResult) {
 	peak := peakOf(runs, "direct")
-	open := openVerdict(o, runs)
+	open := openVerdict(o, runs, all)
 	if peak.Result == nil && open == "" {
 		return
 	}
@@ -594,8 +595,9 @@ func writeClosedVerdict(w io.Writer, o options, runs, all []runResult, peak runR
 }
 
 // openVerdict is the open loop's line of the summary: each admission mode's mean response time
-// against fifo's and direct's; empty without an open-loop run.
-func openVerdict(o options, runs []runResult) string {
+// against fifo's and direct's, of the medians runs and, when repeated, within each round of
+// all; empty without an open-loop run.
+func openVerdict(o options, runs, all []runResult) string {
 	fifo, direct := find(runs, "fifo", "open", 0), find(runs, "direct", "open", 0)
 	var each []string
 	rate := 0.0
@@ -610,7 +612,11 @@ func openVerdict(o options, runs []runResult) string {
 	if len(each) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("Open loop at %.1f arrivals/s, mean response time: %s.\n\n", rate, strings.Join(each, "; "))
+	line := fmt.Sprintf("Open loop at %.1f arrivals/s, mean response time: %s.", rate, strings.Join(each, "; "))
+	if within := withinRounds(o, all); len(within) > 0 {
+		line += fmt.Sprintf(" Taken within each round, whose modes saw the same arrivals, the medians are %s.", strings.Join(within, ", "))
+	}
+	return line + "\n\n"
 }
 
 // rounds is how many times each cell ran.

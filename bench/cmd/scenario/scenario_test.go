@@ -416,3 +416,38 @@ func TestOpenLoopOnlyReportAndPlots(t *testing.T) {
 	require.Contains(t, b.String(), "### Open loop\n\n| class | direct | fifo | sjf |\n|---|---:|---:|---:|\n| home | 400.0 | 800.0 | 100.0 |",
 		"the per-class table needs no closed loop")
 }
+
+func TestOpenLoopRoundByRound(t *testing.T) {
+	// Each mode's best_sellers arrivals come to 20+round: completed, refused or overflowed.
+	open := func(name string, round int, mean time.Duration, done, refused, overflow int) runResult {
+		return runResult{Mode: name, Loop: "open", Rate: 580, Round: round,
+			Result: &bookstore.Result{Classes: []bookstore.ClassResult{
+				{Name: "home", Completed: 900, Mean: mean},
+				{Name: "best_sellers", Completed: done, Refused: refused, Overflow: overflow, Mean: 10 * mean},
+			}, Total: bookstore.ClassResult{Throughput: 580, Mean: mean}}}
+	}
+	milli := time.Millisecond
+	var runs []runResult
+	for i, m := range [][3]time.Duration{{40 * milli, 80 * milli, 20 * milli}, {100 * milli, 300 * milli, 50 * milli}, {60 * milli, 90 * milli, 30 * milli}} {
+		r := i + 1
+		runs = append(runs, open("direct", r, m[0], 20+r, 0, 0), open("fifo", r, m[1], 18+r, 0, 2), open("sjf", r, m[2], 19+r, 1, 0))
+	}
+	o := options{think: 100 * time.Millisecond, openRate: 580, openMax: 1000,
+		modes: []mode{{Name: "direct"}, {Name: "fifo", Proxy: true, Admission: true, Discipline: "fifo"},
+			{Name: "sjf", Proxy: true, Admission: true, Discipline: "sjf"}}}
+	var b bytes.Buffer
+	writeReport(&b, o, environment{}, runs)
+	out := b.String()
+	require.Contains(t, out, "fifo / sjf = 3.00, direct / sjf = 2.00. Taken within each round, whose modes saw the same arrivals, the medians are fifo / sjf = 4.00, direct / sjf = 2.00.",
+		"the medians of the rounds' ratios, beside the ratio of the median means")
+	require.Contains(t, out, "| round | heavy arrivals | direct ms | fifo ms | sjf ms | fifo / sjf | direct / sjf |\n|---:|---:|---:|---:|---:|---:|---:|\n"+
+		"| 1 | 21 | 40.0 | 80.0 | 20.0 | 4.00 | 2.00 |\n"+
+		"| 2 | 22 | 100.0 | 300.0 | 50.0 | 6.00 | 2.00 |\n"+
+		"| 3 | 23 | 60.0 | 90.0 | 30.0 | 3.00 | 2.00 |\n"+
+		"| median | 22 | 60.0 | 90.0 | 30.0 | 4.00 | 2.00 |\n")
+
+	b.Reset()
+	writeReport(&b, o, environment{}, runs[:3])
+	require.NotContains(t, b.String(), "round by round", "one round: nothing to pair")
+	require.NotContains(t, b.String(), "Taken within each round")
+}
