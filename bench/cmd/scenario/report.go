@@ -395,7 +395,7 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	case o.openFactor <= 0:
 		fmt.Fprintf(w, "of mean %s. No open loop (`--open 0`).\n", o.think)
 	default:
-		fmt.Fprintf(w, "of mean %s. Open loop: Poisson arrivals at %.2f of direct's highest closed-loop throughput (the database's\ncapacity for the mix), at most %d outstanding.\n", o.think, o.openFactor, o.openMax)
+		fmt.Fprintf(w, "of mean %s. Open loop: Poisson arrivals at %.2f of fifo's highest closed-loop throughput (the database's\ncapacity for the mix under admission; direct's without a fifo run), at most %d outstanding.\n", o.think, o.openFactor, o.openMax)
 	}
 	fresh := ""
 	if o.reload {

@@ -451,3 +451,14 @@ func TestOpenLoopRoundByRound(t *testing.T) {
 	require.NotContains(t, b.String(), "round by round", "one round: nothing to pair")
 	require.NotContains(t, b.String(), "Taken within each round")
 }
+
+func TestCapacityIsFifosClosedLoopPeak(t *testing.T) {
+	run := func(mode, loop string, throughput float64) runResult {
+		return runResult{Mode: mode, Loop: loop, Result: &bookstore.Result{Total: bookstore.ClassResult{Throughput: throughput}}}
+	}
+	runs := []runResult{run("direct", "closed", 460), run("fifo", "closed", 500), run("fifo", "closed", 510),
+		run("sjf", "closed", 640), run("fifo", "open", 900)}
+	require.Equal(t, 510.0, capacity(runs), "fifo keeps the mix; sjf's more comes from a changed mix")
+	require.Equal(t, 460.0, capacity(runs[:1]), "without fifo, direct's")
+	require.Equal(t, 640.0, capacity(runs[3:4]), "without either, any mode's")
+}
