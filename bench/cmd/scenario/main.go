@@ -318,14 +318,19 @@ func run(ctx context.Context, o options) error {
 // its queue, which changes the mix. Without a fifo run, direct's highest; without either,
 // any mode's.
 func capacity(runs []runResult) float64 {
-	best := map[string]float64{}
+	peak := func(mode string) float64 {
+		if p := peakOf(runs, mode); p.Result != nil {
+			return p.Result.Total.Throughput
+		}
+		return 0
+	}
+	var any float64
 	for _, r := range runs {
 		if r.Loop == "closed" {
-			best[r.Mode] = max(best[r.Mode], r.Result.Total.Throughput)
-			best[""] = max(best[""], r.Result.Total.Throughput)
+			any = max(any, r.Result.Total.Throughput)
 		}
 	}
-	return cmp.Or(best["fifo"], best["direct"], best[""])
+	return cmp.Or(peak("fifo"), peak("direct"), any)
 }
 
 // loadBookstore creates the database if need be and loads the bookstore into it afresh.

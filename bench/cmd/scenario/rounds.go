@@ -85,6 +85,17 @@ func pairs(o options, all []runResult) [][2]string {
 	return out
 }
 
+// ratios are pair p's ratios, num over den, taken within each round that ran both.
+func ratios(rounds []openRound, p [2]string) []float64 {
+	var v []float64
+	for _, r := range rounds {
+		if x, ok := r.ratio(p[0], p[1]); ok {
+			v = append(v, x)
+		}
+	}
+	return v
+}
+
 // withinRounds is the median over the rounds of each pair's ratio taken within its round, as
 // "fifo / sjf = 4.33"; empty with fewer than two rounds.
 func withinRounds(o options, all []runResult) []string {
@@ -94,13 +105,7 @@ func withinRounds(o options, all []runResult) []string {
 	}
 	var out []string
 	for _, p := range pairs(o, all) {
-		var v []float64
-		for _, r := range rounds {
-			if x, ok := r.ratio(p[0], p[1]); ok {
-				v = append(v, x)
-			}
-		}
-		if len(v) > 0 {
+		if v := ratios(rounds, p); len(v) > 0 {
 			out = append(out, fmt.Sprintf("%s / %s = %.2f", p[0], p[1], middle(v)))
 		}
 	}
@@ -136,7 +141,6 @@ func writeOpenRounds(w io.Writer, o options, all []runResult) {
 	fmt.Fprintf(w, "\n|---:|---:|%s\n", strings.Repeat("---:|", len(modes)+len(ps)))
 	heavies := make([]int, 0, len(rounds))
 	means := make([][]float64, len(modes))
-	ratios := make([][]float64, len(ps))
 	for _, r := range rounds {
 		h := r.heavyArrivals()
 		heavies = append(heavies, h)
@@ -150,9 +154,8 @@ func writeOpenRounds(w io.Writer, o options, all []runResult) {
 				fmt.Fprintf(w, " - |")
 			}
 		}
-		for i, p := range ps {
+		for _, p := range ps {
 			if x, ok := r.ratio(p[0], p[1]); ok {
-				ratios[i] = append(ratios[i], x)
 				fmt.Fprintf(w, " %.2f |", x)
 			} else {
 				fmt.Fprintf(w, " - |")
@@ -164,7 +167,8 @@ func writeOpenRounds(w io.Writer, o options, all []runResult) {
 	for _, v := range means {
 		fmt.Fprintf(w, " %.1f |", middle(v))
 	}
-	for _, v := range ratios {
+	for _, p := range ps {
+		v := ratios(rounds, p)
 		if len(v) == 0 {
 			fmt.Fprintf(w, " - |")
 			continue
