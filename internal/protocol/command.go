@@ -149,3 +149,9 @@ func Commands() []byte {
 	}
 	return out
 }
+
+// Replace makes p the command to forward instead of the one read; only for a command held
+// whole in memory (Complete) and p shorter than one frame.
+func (c *Command) Replace(p []byte) {
+	c.Payload, c.frameLen, c.unread = p, len(p), 0
+}

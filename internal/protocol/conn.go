@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -374,3 +375,50 @@ func (c *Conn) SetWriteDeadline(t time.Time) error { return c.netConn.SetWriteDe
 
 // SetDeadline sets both deadlines of the connection underneath.
 func (c *Conn) SetDeadline(t time.Time) error { return c.netConn.SetDeadline(t) }
+
+// ErrNotIdle reports a connection that should be quiet between commands but is not: the
+// peer closed it, or sent something unasked (a server's error before it hangs up).
+var ErrNotIdle = errors.New("connection is not idle")
+
+// CheckIdle tells, without blocking, whether a connection that sits between commands is
+// still usable: nothing is buffered and the socket has neither data nor end of stream
+// waiting. It is how a pooled connection is checked before it is handed out.
+func (c *Conn) CheckIdle() error {
+	if c.r.Buffered() > 0 {
+		return fmt.Errorf("%w: %d bytes arrived unasked", ErrNotIdle, c.r.Buffered())
+	}
+	under := c.netConn
+	if t, ok := under.(*tls.Conn); ok {
+		under = t.NetConn()
+	}
+	sc, ok := under.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotIdle, err)
+	}
+	var peekErr error
+	var buf [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
+		case err != nil:
+			peekErr = err
+		case n == 0:
+			peekErr = io.EOF
+		default:
+			peekErr = errors.New("data arrived unasked")
+		}
+		return true
+	})
+	if err == nil {
+		err = peekErr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotIdle, err)
+	}
+	return nil
+}

@@ -290,6 +290,11 @@ type ChangeUser struct {
 	User       string
 	Database   string
 	AuthPlugin string
+	// AuthResponse is the answer to the connection's first challenge; it points into the
+	// parsed packet.
+	AuthResponse []byte
+	// Charset is the collation id asked for; zero when the packet has none.
+	Charset uint16
 }
 
 // ParseChangeUser decodes a COM_CHANGE_USER payload (command byte included). caps are the
@@ -310,11 +315,14 @@ func ParseChangeUser(p []byte, caps uint32) (*ChangeUser, error) {
 		if len(b) < 1 || len(b) < 1+int(b[0]) {
 			return nil, bad("auth response")
 		}
+		cu.AuthResponse = b[1 : 1+int(b[0])]
 		b = b[1+int(b[0]):]
 	} else {
-		if _, n, ok = readNulString(b); !ok {
+		var resp []byte
+		if resp, n, ok = readNulString(b); !ok {
 			return nil, bad("auth response")
 		}
+		cu.AuthResponse = resp
 		b = b[n:]
 	}
 	db, n, ok := readNulString(b)
@@ -324,6 +332,7 @@ func ParseChangeUser(p []byte, caps uint32) (*ChangeUser, error) {
 	cu.Database = string(db)
 	b = b[n:]
 	if len(b) >= 2 { // character set
+		cu.Charset = binary.LittleEndian.Uint16(b)
 		b = b[2:]
 		if caps&mysql.CLIENT_PLUGIN_AUTH != 0 && len(b) > 0 {
 			name, _, ok := readNulString(b)

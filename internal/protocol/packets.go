@@ -204,3 +204,18 @@ func (c *Conn) WriteError(code uint16, state, msg string) error {
 	}
 	return c.Flush()
 }
+
+// ParseColumnCount decodes the first packet of a result set.
+func ParseColumnCount(p []byte) (uint64, error) {
+	n, _, ok := readLenenc(p)
+	if !ok || n == 0 {
+		return 0, fmt.Errorf("%w: column count", ErrMalformed)
+	}
+	return n, nil
+}
+
+// IsTerminator tells whether a whole packet p ends a sequence of rows: a legacy EOF, or
+// under CLIENT_DEPRECATE_EOF an OK in its place.
+func IsTerminator(p []byte, deprecateEOF bool) bool {
+	return len(p) > 0 && isEOF(p[0], len(p), deprecateEOF)
+}

@@ -66,25 +66,43 @@ type Response struct {
 	Schema []byte
 	// SchemaChanged tells that Schema was reported by this response.
 	SchemaChanged bool
-	// StmtID is the id of the statement a successful COM_STMT_PREPARE created.
-	StmtID uint32
+	// StmtID is the id of the statement a successful COM_STMT_PREPARE created, as the
+	// backend numbered it; Params and Columns are its counts.
+	StmtID          uint32
+	Params, Columns uint16
 	// Results counts the results (OK packets and result sets) relayed.
 	Results int
 	// Rows counts the row packets relayed.
 	Rows int
-	ok   OK
+	// LastInsertID is the last non-zero insert id an OK packet reported.
+	LastInsertID uint64
+	// StateChanged tells that a terminal packet had SERVER_SESSION_STATE_CHANGED set;
+	// StateChanges holds the session-state records of every OK of the response, one after
+	// the other, owned by the Response (see NextStateChange).
+	StateChanged bool
+	StateChanges []byte
+	ok           OK
 }
 
 func (r *Response) reset() {
-	schema := r.Schema[:0]
-	*r = Response{Schema: schema}
+	schema, changes := r.Schema[:0], r.StateChanges[:0]
+	*r = Response{Schema: schema, StateChanges: changes}
 }
 
 // Relay relays the responses of one backend connection to one client connection.
 type Relay struct {
 	Client, Backend *Conn
-	// Capabilities are the capabilities in effect between client and backend.
+	// Capabilities are the capabilities in effect on the backend connection. The client's
+	// are the same, except that CLIENT_SESSION_TRACK may be the backend's alone.
 	Capabilities uint32
+	// StripSessionState rewrites OK packets for a client that did not ask for session
+	// tracking, when the backend connection tracks it for the proxy.
+	StripSessionState bool
+	// StmtID, when not zero, is the statement id the client sees for the statement that the
+	// next COM_STMT_PREPARE creates; the backend's own id is reported in Response.StmtID.
+	StmtID uint32
+	// scratch holds a rewritten packet.
+	scratch []byte
 }
 
 func (x *Relay) deprecateEOF() bool {
@@ -123,18 +141,31 @@ func (x *Relay) ForwardResponse(cmd byte, res *Response) error {
 // readSmall reads the rest of a packet whose first frame header (n bytes) has been read,
 // when it is small enough to be a terminal packet, and writes it to the client unchanged.
 func (x *Relay) readSmall(n int) ([]byte, error) {
+	p, err := x.readOnly(n)
+	if err != nil {
+		return nil, err
+	}
+	return p, x.writeClient(p)
+}
+
+// readOnly reads the rest of a small packet whose first frame header (n bytes) has been
+// read, without relaying it.
+func (x *Relay) readOnly(n int) ([]byte, error) {
 	b := x.Backend
 	b.buf = b.buf[:0]
 	if err := b.appendPayload(n); err != nil {
 		return nil, err
 	}
-	if err := x.Client.writeHeader(n); err != nil {
-		return nil, err
-	}
-	if _, err := x.Client.w.Write(b.buf); err != nil {
-		return nil, err
-	}
 	return b.buf, nil
+}
+
+// writeClient writes a packet read whole to the client.
+func (x *Relay) writeClient(p []byte) error {
+	if err := x.Client.writeHeader(len(p)); err != nil {
+		return err
+	}
+	_, err := x.Client.w.Write(p)
+	return err
 }
 
 // next reads the header of the next packet from the backend and peeks its first byte.
@@ -148,11 +179,20 @@ func (x *Relay) next() (n int, first byte, err error) {
 
 // terminal reads and relays an OK, EOF or ERR packet and records its status.
 func (x *Relay) terminal(n int, first byte, res *Response) error {
-	p, err := x.readSmall(n)
+	p, err := x.readOnly(n)
 	if err != nil {
 		return err
 	}
-	return x.record(p, first, res)
+	if err := x.record(p, first, res); err != nil {
+		return err
+	}
+	if x.StripSessionState && first != headerERR && !(first == headerEOF && len(p) < eofMaxLen) {
+		if x.scratch, err = StripSessionState(x.scratch[:0], p); err != nil {
+			return err
+		}
+		p = x.scratch
+	}
+	return x.writeClient(p)
 }
 
 func (x *Relay) record(p []byte, first byte, res *Response) error {
@@ -169,11 +209,19 @@ func (x *Relay) record(p []byte, first byte, res *Response) error {
 			return err
 		}
 		res.Status, res.HasStatus = st, true
+		res.StateChanged = res.StateChanged || st&mysql.SERVER_SESSION_STATE_CHANGED != 0
 	default:
 		if err := ParseOK(p, x.Capabilities, &res.ok); err != nil {
 			return err
 		}
 		res.Status, res.HasStatus = res.ok.Status, true
+		if res.ok.LastInsertID != 0 {
+			res.LastInsertID = res.ok.LastInsertID
+		}
+		if res.ok.Status&mysql.SERVER_SESSION_STATE_CHANGED != 0 {
+			res.StateChanged = true
+			res.StateChanges = append(res.StateChanges, res.ok.StateChanges...)
+		}
 		if res.ok.Schema != nil {
 			res.Schema = append(res.Schema[:0], res.ok.Schema...)
 			res.SchemaChanged = true
@@ -310,13 +358,20 @@ func (x *Relay) forwardPrepare(res *Response) error {
 		}
 		return fmt.Errorf("%w: response to COM_STMT_PREPARE", ErrMalformed)
 	}
-	p, err := x.readSmall(n)
+	p, err := x.readOnly(n)
 	if err != nil {
 		return err
 	}
 	res.StmtID = binary.LittleEndian.Uint32(p[1:])
-	columns := int(binary.LittleEndian.Uint16(p[5:]))
-	params := int(binary.LittleEndian.Uint16(p[7:]))
+	res.Columns = binary.LittleEndian.Uint16(p[5:])
+	res.Params = binary.LittleEndian.Uint16(p[7:])
+	columns, params := int(res.Columns), int(res.Params)
+	if x.StmtID != 0 {
+		binary.LittleEndian.PutUint32(p[1:], x.StmtID)
+	}
+	if err := x.writeClient(p); err != nil {
+		return err
+	}
 	for _, count := range [2]int{params, columns} {
 		if count == 0 {
 			continue
