@@ -1,0 +1,293 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+)
+
+// Var is a session variable set to a value, as the server's session tracking reports it.
+type Var struct{ Name, Value string }
+
+// varSet is an immutable set of session variables, sorted by name, with a fingerprint
+// that makes comparing two sets cheap. Changing one makes a new set.
+type varSet struct {
+	list []Var
+	fp   uint64
+}
+
+var emptyVars = &varSet{}
+
+var varSeed = maphash.MakeSeed()
+
+func (v *varSet) get(name string) (string, bool) {
+	i, ok := slices.BinarySearchFunc(v.list, name, func(x Var, n string) int { return strings.Compare(x.Name, n) })
+	if !ok {
+		return "", false
+	}
+	return v.list[i].Value, true
+}
+
+// with returns the set with name set to value (v itself when nothing changes).
+func (v *varSet) with(name, value string) *varSet {
+	i, found := slices.BinarySearchFunc(v.list, name, func(x Var, n string) int { return strings.Compare(x.Name, n) })
+	if found && v.list[i].Value == value {
+		return v
+	}
+	list := make([]Var, 0, len(v.list)+1)
+	list = append(list, v.list[:i]...)
+	list = append(list, Var{Name: name, Value: value})
+	if found {
+		i++
+	}
+	list = append(list, v.list[i:]...)
+	var h maphash.Hash
+	h.SetSeed(varSeed)
+	for _, x := range list {
+		h.WriteString(x.Name)
+		h.WriteByte(0)
+		h.WriteString(x.Value)
+		h.WriteByte(0)
+	}
+	return &varSet{list: list, fp: h.Sum64()}
+}
+
+func (v *varSet) equal(o *varSet) bool {
+	return v == o || v.fp == o.fp && slices.Equal(v.list, o.list)
+}
+
+// covers tells whether every variable of o is also set in v (to any value).
+func (v *varSet) covers(o *varSet) bool {
+	for _, x := range o.list {
+		if _, ok := v.get(x.Name); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// State is the state of a client session that must hold on whichever connection runs its
+// next unit. It is owned by the session's goroutine.
+type State struct {
+	// Schema is the default schema; empty for none.
+	Schema string
+	// Charset is the collation id of the client's handshake (or of its last
+	// COM_CHANGE_USER), which a connection logs in with.
+	Charset byte
+	// LastInsertID is the last insert id the server reported to the session.
+	LastInsertID uint64
+	vars         *varSet
+}
+
+// NewState returns the state of a session that just logged in.
+func NewState(schema string, charset byte) *State {
+	return &State{Schema: schema, Charset: charset, vars: emptyVars}
+}
+
+// SetVar records that the session set a session variable.
+func (s *State) SetVar(name, value string) { s.vars = s.vars.with(name, value) }
+
+// Var returns the value the session set a variable to, if it set it.
+func (s *State) Var(name string) (string, bool) { return s.vars.get(name) }
+
+// Vars returns the session variables the session set, sorted by name.
+func (s *State) Vars() []Var { return s.vars.list }
+
+// Clear forgets the variables and the last insert id, as COM_RESET_CONNECTION does on the
+// server.
+func (s *State) Clear() {
+	s.vars = emptyVars
+	s.LastInsertID = 0
+}
+
+// Matches tells whether running on c needs no Sync for the session's variables and schema.
+func (s *State) Matches(c *Conn) bool {
+	return c.schema == s.Schema && c.charset == s.Charset && c.vars.equal(s.vars)
+}
+
+// Sync brings c to the session state s before a unit runs on it, with everything it sends
+// in one round trip: a COM_CHANGE_USER when the connection is logged in as another user,
+// with another character set, or sits in a schema the session has not chosen; a
+// COM_RESET_CONNECTION when it carries variables the session did not set; then the
+// variables that differ, the schema, and, when needLastInsertID, the last insert id. A
+// failure leaves c in a state the proxy does not know: the caller discards it.
+func (c *Conn) Sync(ctx context.Context, w *Want, s *State, needLastInsertID bool) error {
+	setup := false
+	if c.user != w.Credential.User || c.charset != s.Charset || (s.Schema == "" && c.schema != "") {
+		if err := c.changeUser(ctx, w, s); err != nil {
+			c.broken = true
+			return err
+		}
+		setup = c.caps&mysql.CLIENT_SESSION_TRACK != 0
+	}
+	var cmds [][]byte
+	vars := s.vars
+	if !s.vars.covers(c.vars) {
+		cmds = append(cmds, []byte{mysql.COM_RESET_CONNECTION})
+		c.forgetSession()
+		setup = c.caps&mysql.CLIENT_SESSION_TRACK != 0
+	}
+	if setup {
+		cmds = append(cmds, []byte(trackingSetup))
+	}
+	if set := setStatement(c.vars, vars); set != nil {
+		cmds = append(cmds, set)
+	}
+	if s.Schema != c.schema {
+		cmds = append(cmds, append([]byte{mysql.COM_INIT_DB}, s.Schema...))
+	}
+	if needLastInsertID && c.lastInsertID != s.LastInsertID {
+		cmds = append(cmds, []byte("DO LAST_INSERT_ID("+strconv.FormatUint(s.LastInsertID, 10)+")"))
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	if err := c.exec(cmds...); err != nil {
+		c.broken = true
+		return fmt.Errorf("%w on %s: %w", ErrSync, c.addr, err)
+	}
+	c.tracking = c.tracking || setup
+	c.Adopt(s)
+	return nil
+}
+
+// Adopt records that c is now in the session state s: what a unit leaves behind, since the
+// session saw every change it made.
+func (c *Conn) Adopt(s *State) {
+	c.schema, c.charset, c.vars, c.lastInsertID = s.Schema, s.Charset, s.vars, s.LastInsertID
+}
+
+// Reset returns c to a clean session (COM_RESET_CONNECTION) with the proxy's session
+// tracking on again: what a connection needs after a session that left state the proxy
+// cannot undo otherwise (temporary tables, locks, user variables).
+func (c *Conn) Reset() error {
+	c.forgetSession()
+	cmds := [][]byte{{mysql.COM_RESET_CONNECTION}}
+	if c.caps&mysql.CLIENT_SESSION_TRACK != 0 {
+		cmds = append(cmds, []byte(trackingSetup))
+	}
+	if err := c.exec(cmds...); err != nil {
+		c.broken = true
+		return fmt.Errorf("reset on %s: %w", c.addr, err)
+	}
+	return nil
+}
+
+// forgetSession records what a reset undoes on the server.
+func (c *Conn) forgetSession() {
+	c.vars, c.lastInsertID = emptyVars, 0
+	c.stmts.clear()
+}
+
+// changeUser logs c in again as w's user, with s's character set and schema.
+func (c *Conn) changeUser(ctx context.Context, w *Want, s *State) error {
+	secure := c.secure
+	login := &protocol.Login{
+		Capabilities: c.caps, Charset: s.Charset, User: w.Credential.User, Database: s.Schema,
+		AuthPlugin: protocol.NativePassword, Attributes: w.Attributes,
+	}
+	var err error
+	if login.AuthResponse, err = authAnswer(protocol.NativePassword, c.scramble, w.Credential, secure); err != nil {
+		login.AuthResponse = nil // the server switches to the account's method
+	}
+	c.pendingCloses()
+	c.pc.ResetSequence()
+	if err := c.pc.WritePacket(protocol.AppendChangeUser(nil, login)); err != nil {
+		return err
+	}
+	if err := c.pc.Flush(); err != nil {
+		return err
+	}
+	c.forgetSession()
+	c.user, c.charset, c.schema = w.Credential.User, s.Charset, s.Schema
+	c.tracking = false
+	return c.finishAuth(ctx, protocol.NativePassword, c.scramble, w.Credential, secure)
+}
+
+// setStatement is the SET that takes a connection from its variables to want's, or nil.
+func setStatement(have, want *varSet) []byte {
+	if have.equal(want) {
+		return nil
+	}
+	var b []byte
+	for _, v := range want.list {
+		if cur, ok := have.get(v.Name); ok && cur == v.Value {
+			continue
+		}
+		if b == nil {
+			b = append(b, "SET SESSION "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = append(b, v.Name...)
+		b = append(b, '=')
+		b = appendValue(b, v.Name, v.Value)
+	}
+	return b
+}
+
+// appendValue writes a tracked value as a literal SET accepts for the variable: numbers
+// bare, NULL bare where a variable can be NULL, everything else quoted.
+func appendValue(b []byte, name, value string) []byte {
+	if isNumber(value) {
+		return append(b, value...)
+	}
+	if value == "" || strings.EqualFold(value, "NULL") {
+		switch name {
+		case "character_set_results", "character_set_client", "character_set_connection":
+			return append(b, "NULL"...)
+		}
+	}
+	b = append(b, '\'')
+	for i := 0; i < len(value); i++ {
+		switch c := value[i]; c {
+		case '\'', '\\':
+			b = append(b, '\\', c)
+		case 0:
+			b = append(b, '\\', '0')
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '\'')
+}
+
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	digits, dot := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '-' && i == 0:
+		case c == '.' && !dot && digits > 0:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return digits > 0 && s[len(s)-1] != '.'
+}
+
+// ValidVarName tells whether name can be written bare in a SET: what session tracking
+// reports for real variables.
+func ValidVarName(name []byte) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

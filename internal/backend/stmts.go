@@ -1,0 +1,175 @@
+package backend
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+)
+
+// MaxStatementsPerConn bounds the prepared statements kept on one connection; past it the
+// least recently used is closed. With the default pools.max_open of 64 that keeps the
+// proxy's statements on a server under half of MySQL's default max_prepared_stmt_count.
+const MaxStatementsPerConn = 128
+
+// Stmt is a server-side prepared statement on one connection.
+type Stmt struct {
+	// ID is the server's id of the statement on the connection.
+	ID              uint32
+	Params, Columns uint16
+	// Binder identifies who sent parameter types last with an execution of the statement:
+	// a later execution that sends none runs with those types, so another client's must
+	// send its own again. Zero is nobody.
+	Binder uint64
+
+	text       string
+	prev, next *Stmt // in the cache's recency list, most recent first
+}
+
+// stmtCache keeps a connection's prepared statements by text, most recently used first.
+type stmtCache struct {
+	byText     map[string]*Stmt
+	head, tail *Stmt
+	// closing are the ids of evicted statements, closed before the next command.
+	closing []uint32
+}
+
+func (sc *stmtCache) clear() {
+	clear(sc.byText)
+	sc.head, sc.tail, sc.closing = nil, nil, sc.closing[:0]
+}
+
+func (sc *stmtCache) unlink(st *Stmt) {
+	if st.prev != nil {
+		st.prev.next = st.next
+	} else {
+		sc.head = st.next
+	}
+	if st.next != nil {
+		st.next.prev = st.prev
+	} else {
+		sc.tail = st.prev
+	}
+	st.prev, st.next = nil, nil
+}
+
+func (sc *stmtCache) pushFront(st *Stmt) {
+	st.next = sc.head
+	if sc.head != nil {
+		sc.head.prev = st
+	}
+	sc.head = st
+	if sc.tail == nil {
+		sc.tail = st
+	}
+}
+
+// Stmt returns the statement prepared on c for text, or nil.
+func (c *Conn) Stmt(text []byte) *Stmt {
+	st := c.stmts.byText[string(text)]
+	if st != nil && st != c.stmts.head {
+		c.stmts.unlink(st)
+		c.stmts.pushFront(st)
+	}
+	return st
+}
+
+// Statements returns how many prepared statements c keeps.
+func (c *Conn) Statements() int { return len(c.stmts.byText) }
+
+// Remember records a statement the server prepared on c for text (a client's
+// COM_STMT_PREPARE relayed on it). An older statement of the same text, and the least
+// recently used one past MaxStatementsPerConn, are closed before the next command.
+func (c *Conn) Remember(text []byte, id uint32, params, columns uint16) *Stmt {
+	sc := &c.stmts
+	if sc.byText == nil {
+		sc.byText = map[string]*Stmt{}
+	}
+	if old := sc.byText[string(text)]; old != nil {
+		sc.unlink(old)
+		delete(sc.byText, old.text)
+		if old.ID != id {
+			sc.closing = append(sc.closing, old.ID)
+		}
+	}
+	st := &Stmt{ID: id, Params: params, Columns: columns, text: string(text)}
+	sc.byText[st.text] = st
+	sc.pushFront(st)
+	for len(sc.byText) > MaxStatementsPerConn {
+		lru := sc.tail
+		sc.unlink(lru)
+		delete(sc.byText, lru.text)
+		sc.closing = append(sc.closing, lru.ID)
+	}
+	return st
+}
+
+// pendingCloses writes the COM_STMT_CLOSE of evicted statements, which get no answer, to go
+// out with the next command.
+func (c *Conn) pendingCloses() {
+	for _, id := range c.stmts.closing {
+		c.pc.ResetSequence()
+		var p [5]byte
+		p[0] = mysql.COM_STMT_CLOSE
+		binary.LittleEndian.PutUint32(p[1:], id)
+		_ = c.pc.WritePacket(p[:]) // a write error shows at the next flush
+	}
+	c.stmts.closing = c.stmts.closing[:0]
+}
+
+// BeforeCommand writes what must precede the next command on c; call it before relaying
+// a client's command.
+func (c *Conn) BeforeCommand() { c.pendingCloses() }
+
+// Prepare prepares text on c, reading the server's metadata without relaying it. A server
+// error (a statement that does not parse, a table that is gone) is returned as a
+// *protocol.ServerError and leaves c usable.
+func (c *Conn) Prepare(text []byte) (*Stmt, error) {
+	c.pendingCloses()
+	c.pc.ResetSequence()
+	if err := c.pc.WritePacket(append([]byte{mysql.COM_STMT_PREPARE}, text...)); err != nil {
+		c.broken = true
+		return nil, err
+	}
+	if err := c.pc.Flush(); err != nil {
+		c.broken = true
+		return nil, err
+	}
+	p, err := c.pc.ReadPacket()
+	if err != nil {
+		c.broken = true
+		return nil, fmt.Errorf("backend %s: prepare: %w", c.addr, err)
+	}
+	if len(p) > 0 && p[0] == mysql.ERR_HEADER {
+		e, err := protocol.ParseError(p)
+		if err != nil {
+			c.broken = true
+			return nil, err
+		}
+		return nil, e
+	}
+	if len(p) < 12 || p[0] != mysql.OK_HEADER {
+		c.broken = true
+		return nil, fmt.Errorf("backend %s: %w: response to COM_STMT_PREPARE", c.addr, protocol.ErrMalformed)
+	}
+	id := binary.LittleEndian.Uint32(p[1:])
+	columns, params := binary.LittleEndian.Uint16(p[5:]), binary.LittleEndian.Uint16(p[7:])
+	for _, n := range [2]uint16{params, columns} {
+		if n == 0 {
+			continue
+		}
+		skip := int(n)
+		if c.caps&mysql.CLIENT_DEPRECATE_EOF == 0 {
+			skip++
+		}
+		for range skip {
+			if _, err := c.pc.ReadPacket(); err != nil {
+				c.broken = true
+				return nil, fmt.Errorf("backend %s: prepare: %w", c.addr, err)
+			}
+		}
+	}
+	return c.Remember(text, id, params, columns), nil
+}
