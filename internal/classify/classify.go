@@ -2,6 +2,7 @@ package classify
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 )
 
@@ -83,6 +84,24 @@ type Result struct {
 	// MultiStatement tells that the text holds more than one statement; such a text is
 	// always Unsure.
 	MultiStatement bool
+	// Uses is what the statements of the text do with state that lives in the connection,
+	// beyond what session tracking reports. A statement that does not run what it names
+	// (EXPLAIN without ANALYZE, CREATE VIEW, CREATE PROCEDURE and the like) uses nothing.
+	Uses Uses
+	// KillID and KillQuery describe a text that is one statement KILL [HARD | SOFT]
+	// [CONNECTION | QUERY] id, id a decimal integer literal: the thread id, and whether
+	// only its running statement is meant. KillID is 0 for every other text, KILL QUERY ID
+	// query_id, KILL USER name and KILL of an expression included (Uses has UsesKill for
+	// them all).
+	KillID    uint64
+	KillQuery bool
+	// ConnectionIDOnly tells that the text is SELECT CONNECTION_ID() with an optional alias
+	// and nothing else (comments, letter case and a trailing ; aside), which a proxy can
+	// answer itself. ConnectionIDName is then the name the server gives the column: the
+	// alias without its quotes, or the expression as written (CONNECTION_ID( ) keeps its
+	// space and its letter case).
+	ConnectionIDOnly bool
+	ConnectionIDName []byte
 }
 
 const (
@@ -160,6 +179,14 @@ type Classifier struct {
 	kind       Kind
 	unsure     bool
 	statements int
+	// unrecognized tells that the classifier does not know the statement (a compound
+	// statement among others); inert, that the statement does not run what it names, so
+	// that it uses no connection state.
+	unrecognized, inert bool
+	// setList tells that a list of variable assignments runs at level setDepth: each comma
+	// there starts another.
+	setList  bool
+	setDepth int
 
 	read, written [maxTables]Table
 	aliases       [maxTables][]byte
@@ -220,6 +247,13 @@ func (c *Classifier) finish() {
 	r := &c.res
 	if c.lex.broken || c.depth != 0 {
 		c.unsure = true
+	}
+	if r.MultiStatement {
+		r.KillID, r.KillQuery = 0, false
+	} else if r.Uses&UsesConnectionID != 0 {
+		if name, ok := c.connectionIDOnly(); ok {
+			r.ConnectionIDOnly, r.ConnectionIDName = true, name
+		}
 	}
 	if c.unsure {
 		r.Unsure = true
@@ -469,9 +503,14 @@ func (c *Classifier) statement() {
 	c.frames[0] = frame{open: -1}
 	c.verb, c.kind = kwNone, Other
 	c.nTargets, c.nCTEs = 0, 0
+	c.unrecognized, c.inert, c.setList = false, false, false
+	uses := c.res.Uses
 	c.head()
 	c.body(0)
 	c.resolveTargets()
+	if c.inert {
+		c.res.Uses = uses
+	}
 	if c.statements == 0 {
 		c.res.Kind = c.kind
 	}
@@ -564,8 +603,10 @@ func (c *Classifier) head() {
 		switch c.next().kw {
 		case kwStart, kwBegin:
 			c.res.TxnStart = true
+			c.res.Uses |= UsesXAStart
 		case kwCommit, kwRollback:
 			c.res.TxnEnd = true
+			c.res.Uses |= UsesXAEnd
 		}
 	case kwSet:
 		if c.is(c.peek(0), kwStatement) {
@@ -581,13 +622,27 @@ func (c *Classifier) head() {
 			return
 		}
 		c.kind = Session
-	case kwUse, kwPrepare, kwDeallocate, kwUnlock:
+		c.assignments()
+	case kwUse:
 		c.kind = Session
+	case kwPrepare:
+		c.kind = Session
+		c.res.Uses |= UsesPrepare
+	case kwDeallocate:
+		c.kind = Session
+		c.res.Uses |= UsesDeallocate
 	case kwExecute:
 		c.kind = Session
 		c.res.UnknownTables = true
-	case kwLock:
+	case kwLock, kwUnlock:
 		c.kind = Session
+		if p := c.peek(0); c.is(p, kwTable) || c.is(p, kwTables) {
+			if t.kw == kwLock {
+				c.res.Uses |= UsesLockTables
+			} else {
+				c.res.Uses |= UsesUnlockTables
+			}
+		}
 	case kwCreate:
 		c.create()
 	case kwAlter:
@@ -602,6 +657,7 @@ func (c *Classifier) head() {
 			return
 		}
 		c.res.UnknownTables = true
+		c.inert = true // views and events hold statements they do not run now
 	case kwDrop:
 		c.drop()
 	case kwRename:
@@ -623,6 +679,7 @@ func (c *Classifier) head() {
 		// EXPLAIN ANALYZE and MariaDB's ANALYZE run the statement; EXPLAIN does not.
 		if t.kw != kwAnalyze {
 			if !c.is(c.peek(0), kwAnalyze) {
+				c.inert = true
 				return
 			}
 			c.next()
@@ -637,6 +694,10 @@ func (c *Classifier) head() {
 		}
 		c.head()
 	case kwDo, kwShow, kwHelp, kwAdmin:
+	case kwKill:
+		c.kill()
+	case kwHandler:
+		c.res.Uses |= UsesHandler
 	case kwGrant:
 		c.kind = DDL
 		c.res.UnknownTables = true
@@ -648,6 +709,7 @@ func (c *Classifier) head() {
 // unknown marks a statement the classifier does not know.
 func (c *Classifier) unknown() {
 	c.unsure = true
+	c.unrecognized = true
 	c.kind = Write
 }
 
@@ -692,11 +754,15 @@ func (c *Classifier) create() {
 	case c.is(p, kwTable):
 		if temporary {
 			c.kind = Session
+			c.res.Uses |= UsesTemporaryTable
 		}
 		c.next()
 		c.ifExists()
 		c.tableRef(modeWrite, false)
 	case c.is(p, kwSequence):
+		if temporary {
+			c.res.Uses |= UsesTemporaryTable
+		}
 		c.next()
 		c.ifExists()
 		c.tableRef(modeWrite, false)
@@ -711,8 +777,10 @@ func (c *Classifier) create() {
 		c.next()
 		c.indexOn()
 	default:
-		// Views, routines, triggers, events, databases, users.
+		// Views, routines, triggers, events, databases, users: those that hold statements
+		// do not run them now.
 		c.res.UnknownTables = true
+		c.inert = true
 	}
 }
 
@@ -739,6 +807,7 @@ func (c *Classifier) drop() {
 	case c.is(p, kwTable) || c.is(p, kwTables) || c.is(p, kwSequence):
 		if temporary {
 			c.kind = Session
+			c.res.Uses |= UsesDropTemporaryTable
 		}
 		c.next()
 		c.ifExists()
@@ -747,6 +816,9 @@ func (c *Classifier) drop() {
 	case c.is(p, kwIndex):
 		c.next()
 		c.indexOn()
+	case c.is(p, kwPrepare):
+		c.res.Uses |= UsesDeallocate
+		c.res.UnknownTables = true
 	default:
 		c.res.UnknownTables = true
 	}
@@ -863,11 +935,20 @@ func (c *Classifier) body(stop int) {
 				return
 			}
 		case tComma:
-			if f := c.frame(); f.from != modeNone && !f.fn {
+			if c.setList && c.depth == c.setDepth {
+				c.assignment()
+			} else if f := c.frame(); f.from != modeNone && !f.fn {
 				c.tableRef(f.from, f.from == modeRead || c.verb == kwUpdate || c.verb == kwDelete)
 			}
-		case tUserVar, tSysVar:
+		case tUserVar:
 			c.touchSession() // the connection's own variables
+			// @v := expr assigns; so may CALL (an OUT parameter) and LOAD DATA (its column
+			// list), which the classifier does not tell from reading.
+			if c.isOp(c.peek(0), ":=") || c.verb == kwCall || c.verb == kwLoad {
+				c.res.Uses |= UsesUserVariable
+			}
+		case tSysVar:
+			c.touchSession()
 		case tOp:
 			if t.end-t.start == 2 && c.lex.src[t.start] == ':' {
 				c.touchSession() // @v := expr
@@ -903,6 +984,9 @@ func (c *Classifier) bodyKeyword(t token) {
 			return // a join condition: the FROM list goes on after it
 		}
 		f.from = modeNone
+		if t.kw == kwSet && c.unrecognized {
+			c.assignments() // SET within a compound statement
+		}
 	case kwFor:
 		if p := c.peek(0); c.is(p, kwUpdate) || c.is(p, kwShare) {
 			c.locking()
@@ -915,6 +999,9 @@ func (c *Classifier) bodyKeyword(t token) {
 		}
 	case kwInto:
 		f.from = modeNone
+		if c.peek(0).kind == tUserVar {
+			c.res.Uses |= UsesUserVariable // SELECT ... INTO @v, FETCH c INTO @v
+		}
 		switch {
 		case c.verb == kwLoad:
 			if c.is(c.peek(0), kwTable) {
@@ -950,14 +1037,33 @@ func (c *Classifier) bodyKeyword(t token) {
 		if c.peek(0).kind == tLParen {
 			c.res.SideEffects = true
 			c.touchSession()
+			switch t.kw {
+			case kwGetLock:
+				c.res.Uses |= UsesGetLock
+			case kwReleaseLock:
+				c.res.Uses |= UsesReleaseLock
+			default:
+				c.res.Uses |= UsesReleaseAllLocks
+			}
 		}
 	case kwLastInsertID, kwFoundRows, kwRowCount:
 		if c.peek(0).kind == tLParen {
-			if t.kw == kwLastInsertID && c.peek(1).kind != tRParen {
-				c.res.SideEffects = true
+			if t.kw == kwLastInsertID {
+				if c.peek(1).kind != tRParen {
+					c.res.SideEffects = true
+					c.res.Uses |= UsesSetLastInsertID
+				} else {
+					c.res.Uses |= UsesLastInsertID
+				}
 			}
 			c.touchSession()
 		}
+	case kwConnectionID:
+		if c.peek(0).kind == tLParen {
+			c.res.Uses |= UsesConnectionID
+		}
+	case kwCalcFoundRows:
+		c.res.Uses |= UsesFoundRows
 	}
 }
 
@@ -1075,26 +1181,35 @@ func (c *Classifier) name(t token) []byte {
 		return b
 	}
 	b = unquote(b)
-	if bytes.IndexByte(b, '`') < 0 {
+	name, ok := c.unescape(b, '`')
+	if !ok {
+		c.unsure = true
 		return b
+	}
+	return name
+}
+
+// unescape returns the text b of a name quoted with q, each doubled quote made one; it is
+// copied into c.names where it must be, and ok is false when c.names has no room.
+func (c *Classifier) unescape(b []byte, q byte) (name []byte, ok bool) {
+	if bytes.IndexByte(b, q) < 0 {
+		return b, true
 	}
 	// `a``b` is a`b.
 	if cap(c.names)-len(c.names) < len(b) {
-		if cap(c.names) == 0 && len(b) <= 1024 {
-			c.names = make([]byte, 0, 4096)
-		} else {
-			c.unsure = true
-			return b
+		if cap(c.names) != 0 || len(b) > 1024 {
+			return b, false
 		}
+		c.names = make([]byte, 0, 4096)
 	}
 	start := len(c.names)
 	for i := 0; i < len(b); i++ {
 		c.names = append(c.names, b[i])
-		if b[i] == '`' {
+		if b[i] == q {
 			i++
 		}
 	}
-	return c.names[start:len(c.names):len(c.names)]
+	return c.names[start:len(c.names):len(c.names)], true
 }
 
 // String renders a result for logs and tests.
@@ -1128,6 +1243,20 @@ func (r *Result) String() string {
 		if f.on {
 			sb.WriteString(" " + f.name)
 		}
+	}
+	if r.Uses != 0 {
+		sb.WriteString(" uses=" + r.Uses.String())
+	}
+	if r.KillID != 0 {
+		if r.KillQuery {
+			sb.WriteString(" kill-query=")
+		} else {
+			sb.WriteString(" kill=")
+		}
+		sb.WriteString(strconv.FormatUint(r.KillID, 10))
+	}
+	if r.ConnectionIDOnly {
+		sb.WriteString(" connection-id-only=" + strconv.Quote(string(r.ConnectionIDName)))
 	}
 	if r.Tag != nil {
 		sb.WriteString(" tag=" + string(r.Tag))

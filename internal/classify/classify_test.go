@@ -49,7 +49,7 @@ func TestClassify(t *testing.T) {
 		{"DELETE FROM t WHERE id = 1 RETURNING id", "write written=t"},
 		{"WITH x AS (SELECT id FROM s) UPDATE t JOIN x USING (id) SET t.a = 1", "write read=s written=t"},
 		{"WITH x AS (SELECT id FROM s) DELETE FROM t WHERE id IN (SELECT id FROM x)", "write read=s written=t"},
-		{"SELECT a INTO @x FROM t", "write read=t side-effects"},
+		{"SELECT a INTO @x FROM t", "write read=t side-effects uses=user_variable"},
 		{"SELECT * FROM t INTO OUTFILE '/tmp/t.csv'", "write read=t side-effects"},
 		{"CALL refresh_totals(1)", "write unknown-tables"},
 		{"LOAD DATA LOCAL INFILE '/tmp/x' REPLACE INTO TABLE db.t1 FIELDS TERMINATED BY ','", "write written=db.t1"},
@@ -61,25 +61,25 @@ func TestClassify(t *testing.T) {
 		// session state
 		{"SELECT LASTVAL(seq1)", "session read=seq1"},
 		{"SELECT PREVIOUS VALUE FOR seq1", "session read=seq1"},
-		{"SELECT GET_LOCK('job', 10)", "session side-effects"},
-		{"DO RELEASE_LOCK('job')", "session side-effects"},
-		{"SELECT LAST_INSERT_ID()", "session"},
-		{"SELECT LAST_INSERT_ID(5)", "session side-effects"},
+		{"SELECT GET_LOCK('job', 10)", "session side-effects uses=get_lock"},
+		{"DO RELEASE_LOCK('job')", "session side-effects uses=release_lock"},
+		{"SELECT LAST_INSERT_ID()", "session uses=last_insert_id"},
+		{"SELECT LAST_INSERT_ID(5)", "session side-effects uses=set_last_insert_id"},
 		{"SELECT FOUND_ROWS()", "session"},
 		{"SELECT @a, @@session.sql_mode", "session"},
-		{"SELECT @n := @n + 1 FROM t", "session read=t"},
+		{"SELECT @n := @n + 1 FROM t", "session read=t uses=user_variable"},
 		{"SET autocommit = 0", "session"},
 		{"SET NAMES utf8mb4 COLLATE utf8mb4_bin", "session"},
 		{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", "session"},
-		{"SET @x = (SELECT MAX(id) FROM t)", "session read=t"},
+		{"SET @x = (SELECT MAX(id) FROM t)", "session read=t uses=user_variable"},
 		{"USE shop", "session"},
-		{"PREPARE s1 FROM 'SELECT * FROM t WHERE id = ?'", "session"},
+		{"PREPARE s1 FROM 'SELECT * FROM t WHERE id = ?'", "session uses=prepare"},
 		{"EXECUTE s1 USING @id", "session unknown-tables"},
-		{"DEALLOCATE PREPARE s1", "session"},
-		{"LOCK TABLES t READ, u WRITE", "session"},
-		{"UNLOCK TABLES", "session"},
-		{"CREATE TEMPORARY TABLE tmp (a INT)", "session written=tmp"},
-		{"DROP TEMPORARY TABLE IF EXISTS tmp", "session written=tmp"},
+		{"DEALLOCATE PREPARE s1", "session uses=deallocate"},
+		{"LOCK TABLES t READ, u WRITE", "session uses=lock_tables"},
+		{"UNLOCK TABLES", "session uses=unlock_tables"},
+		{"CREATE TEMPORARY TABLE tmp (a INT)", "session written=tmp uses=temporary_table"},
+		{"DROP TEMPORARY TABLE IF EXISTS tmp", "session written=tmp uses=drop_temporary_table"},
 		// transactions
 		{"BEGIN", "transaction txn-start"},
 		{"begin work", "transaction txn-start"},
@@ -91,9 +91,9 @@ func TestClassify(t *testing.T) {
 		{"ROLLBACK WORK TO SAVEPOINT sp1", "transaction"},
 		{"SAVEPOINT sp1", "transaction"},
 		{"RELEASE SAVEPOINT sp1", "transaction"},
-		{"XA START 'x1'", "transaction txn-start"},
+		{"XA START 'x1'", "transaction txn-start uses=xa_start"},
 		{"XA END 'x1'", "transaction"},
-		{"XA COMMIT 'x1'", "transaction txn-end"},
+		{"XA COMMIT 'x1'", "transaction txn-end uses=xa_end"},
 		// statements preceded by others
 		{"SET STATEMENT max_statement_time = 1 FOR SELECT * FROM t", "read read=t"},
 		{"SET STATEMENT max_statement_time = 1 FOR UPDATE t SET a = 1", "write written=t"},
@@ -119,7 +119,7 @@ func TestClassify(t *testing.T) {
 		{"SHOW FULL PROCESSLIST", "other"},
 		{"DESCRIBE t", "other"},
 		{"DO SLEEP(1)", "other"},
-		{"KILL QUERY 12", "other"},
+		{"KILL QUERY 12", "other uses=kill kill-query=12"},
 		{"FLUSH TABLES", "other"},
 		{"", "other"},
 		{"  -- nothing\n", "other"},
@@ -147,6 +147,213 @@ func TestClassify(t *testing.T) {
 	for _, tc := range cases {
 		if got := c.Classify([]byte(tc.sql)).String(); got != tc.want {
 			t.Errorf("%q\n got %s\nwant %s", tc.sql, got, tc.want)
+		}
+	}
+}
+
+func TestUses(t *testing.T) {
+	cases := []struct {
+		sql  string
+		want Uses
+	}{
+		// user variables: assigned, not read
+		{"SET @x = 1", UsesUserVariable},
+		{"set @x := 1", UsesUserVariable},
+		{"SET @`a b` = 1, @c = 2", UsesUserVariable},
+		{"SET SESSION sql_mode = '', @x = 1", UsesUserVariable},
+		{"SELECT @y := 2", UsesUserVariable},
+		{"SELECT 1 INTO @q", UsesUserVariable},
+		{"SELECT a, b INTO @a, @b FROM t WHERE id = 1", UsesUserVariable},
+		{"SELECT a FROM t WHERE id = 1 INTO @a", UsesUserVariable},
+		{"UPDATE t SET a = (@n := @n + 1)", UsesUserVariable},
+		{"CALL totals(1, @sum)", UsesUserVariable},
+		{"LOAD DATA INFILE 'f' INTO TABLE t (a, @b) SET c = @b * 2", UsesUserVariable},
+		{"SET STATEMENT max_statement_time = 1 FOR SELECT @a := 1", UsesUserVariable},
+		{"BEGIN NOT ATOMIC SET @x = 1; END", UsesUserVariable},
+		{"BEGIN NOT ATOMIC DECLARE c CURSOR FOR SELECT 1; OPEN c; FETCH c INTO @v; END", UsesUserVariable},
+		{"SELECT @x", 0},
+		{"SELECT * FROM t WHERE id = @x", 0},
+		{"SELECT @x = 1", 0},
+		{"UPDATE t SET a = @x WHERE b = @y", 0},
+		{"INSERT INTO t VALUES (@x)", 0},
+		{"EXECUTE s1 USING @id", 0},
+		{"SELECT CAST(a AS CHAR CHARACTER SET utf8mb4), @x = 1 FROM t", 0},
+		{"SELECT a FROM t INTO OUTFILE '/tmp/t.csv'", 0},
+		{"SELECT 'SET @x = 1'", 0},
+		// named locks
+		{"SELECT GET_LOCK('job', 10)", UsesGetLock},
+		{"do get_lock('job', 0)", UsesGetLock},
+		{"SELECT IF(GET_LOCK('job', 0), 1, 0) FROM t", UsesGetLock},
+		{"DO RELEASE_LOCK('job')", UsesReleaseLock},
+		{"SELECT RELEASE_ALL_LOCKS()", UsesReleaseAllLocks},
+		{"SELECT 'GET_LOCK('", 0},
+		{"SELECT 1 /* GET_LOCK('job', 1) */", 0},
+		{"SELECT 1 -- RELEASE_LOCK('job')\n", 0},
+		{"# SELECT GET_LOCK('job', 1)\nSELECT 1", 0},
+		{"SELECT `GET_LOCK`('job', 1)", 0},
+		{"SELECT get_lock FROM locks", 0},
+		// table locks
+		{"LOCK TABLES t READ, u WRITE", UsesLockTables},
+		{"lock table t write", UsesLockTables},
+		{"LOCK TABLES t WRITE WAIT 10", UsesLockTables},
+		{"UNLOCK TABLES", UsesUnlockTables},
+		{"unlock table", UsesUnlockTables},
+		{"SELECT * FROM t LOCK IN SHARE MODE", 0},
+		{"SELECT * FROM t WHERE id = 1 FOR UPDATE", 0},
+		// temporary tables
+		{"CREATE TEMPORARY TABLE tmp (a INT)", UsesTemporaryTable},
+		{"CREATE OR REPLACE TEMPORARY TABLE tmp AS SELECT 1", UsesTemporaryTable},
+		{"CREATE TEMPORARY TABLE IF NOT EXISTS tmp LIKE t", UsesTemporaryTable},
+		{"CREATE TEMPORARY SEQUENCE s", UsesTemporaryTable},
+		{"DROP TEMPORARY TABLE IF EXISTS tmp", UsesDropTemporaryTable},
+		{"CREATE TABLE t (a INT)", 0},
+		{"DROP TABLE t", 0},
+		// prepared statements in text
+		{"PREPARE s1 FROM 'SELECT GET_LOCK(?, 1)'", UsesPrepare},
+		{"PREPARE s1 FROM @sql", UsesPrepare},
+		{"DEALLOCATE PREPARE s1", UsesDeallocate},
+		{"DROP PREPARE s1", UsesDeallocate},
+		// found rows and the last insert id
+		{"SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 10", UsesFoundRows},
+		{"(SELECT SQL_CALC_FOUND_ROWS a FROM t LIMIT 1) UNION (SELECT b FROM u)", UsesFoundRows},
+		{"SELECT FOUND_ROWS()", 0},
+		{"SELECT LAST_INSERT_ID()", UsesLastInsertID},
+		{"INSERT INTO log (ref) VALUES (last_insert_id())", UsesLastInsertID},
+		{"UPDATE seq SET id = LAST_INSERT_ID(id + 1)", UsesSetLastInsertID},
+		{"SELECT 'LAST_INSERT_ID()'", 0},
+		// the next transaction
+		{"SET TRANSACTION ISOLATION LEVEL READ COMMITTED", UsesNextTransaction},
+		{"set transaction read only", UsesNextTransaction},
+		{"SET @@transaction_isolation = 'READ-COMMITTED'", UsesNextTransaction},
+		{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", 0},
+		{"SET GLOBAL TRANSACTION READ WRITE", 0},
+		{"SET @@session.transaction_isolation = 'READ-COMMITTED'", 0},
+		{"SET transaction_isolation = 'READ-COMMITTED'", 0},
+		// session tracking
+		{"SET session_track_schema = OFF", UsesSessionTracking},
+		{"SET SESSION session_track_system_variables = '*'", UsesSessionTracking},
+		{"SET @@session.SESSION_TRACK_STATE_CHANGE = 1", UsesSessionTracking},
+		{"SET @@session_track_gtids = OWN_GTID", UsesSessionTracking},
+		{"SET GLOBAL session_track_schema = ON", UsesSessionTracking},
+		{"SET PERSIST session_track_schema = ON", UsesSessionTracking},
+		{"SET sql_mode = '', `session_track_transaction_info` = STATE", UsesSessionTracking},
+		{"SET STATEMENT session_track_schema = OFF FOR SELECT 1", 0},
+		{"SELECT * FROM session_track_log", 0},
+		// handlers, XA, connection ids
+		{"HANDLER t OPEN", UsesHandler},
+		{"HANDLER t READ `PRIMARY` FIRST", UsesHandler},
+		{"HANDLER t CLOSE", UsesHandler},
+		{"XA START 'x1'", UsesXAStart},
+		{"XA BEGIN 'x1'", UsesXAStart},
+		{"XA END 'x1'", 0},
+		{"XA COMMIT 'x1'", UsesXAEnd},
+		{"XA ROLLBACK 'x1'", UsesXAEnd},
+		{"SELECT * FROM t WHERE id = CONNECTION_ID()", UsesConnectionID},
+		{"SELECT `connection_id`()", 0},
+		{"KILL 5", UsesKill},
+		{"KILL CONNECTION_ID()", UsesKill | UsesConnectionID},
+		// what sets nothing lasting, or what tracking reports
+		{"SET STATEMENT max_statement_time=1 FOR SELECT 1", 0},
+		{"SET @@session.sql_mode = 'ANSI'", 0},
+		{"SET sql_mode = 'ANSI'", 0},
+		{"SET NAMES utf8mb4", 0},
+		{"SET autocommit = 0", 0},
+		{"USE shop", 0},
+		// statements that do not run what they name
+		{"EXPLAIN SELECT GET_LOCK('job', 1)", 0},
+		{"EXPLAIN ANALYZE SELECT GET_LOCK('job', 1)", UsesGetLock},
+		{"CREATE VIEW v AS SELECT CONNECTION_ID()", 0},
+		{"CREATE FUNCTION f() RETURNS INT RETURN GET_LOCK('job', 1)", 0},
+		// every statement of a text counts
+		{"SET @a=1; SELECT GET_LOCK('x',1)", UsesUserVariable | UsesGetLock},
+		{"LOCK TABLES t WRITE; UNLOCK TABLES", UsesLockTables | UsesUnlockTables},
+		{"SELECT 1; XA START 'x'; SET session_track_schema = ON", UsesXAStart | UsesSessionTracking},
+		{"EXPLAIN SELECT GET_LOCK('a', 1); SELECT RELEASE_LOCK('a')", UsesReleaseLock},
+	}
+	c := New()
+	for _, tc := range cases {
+		if got := c.Classify([]byte(tc.sql)).Uses; got != tc.want {
+			t.Errorf("%q\n uses %s\nwant %s", tc.sql, got, tc.want)
+		}
+	}
+}
+
+func TestKill(t *testing.T) {
+	cases := []struct {
+		sql   string
+		id    uint64
+		query bool
+	}{
+		{"KILL 5", 5, false},
+		{"kill query 7", 7, true},
+		{"KILL CONNECTION 9", 9, false},
+		{"KILL HARD QUERY 3", 3, true},
+		{"KILL SOFT 11;", 11, false},
+		{"/* admin */ KILL 18446744073709551615", 18446744073709551615, false},
+		{"KILL QUERY ID 4", 0, false},
+		{"KILL USER bob", 0, false},
+		{"KILL CONNECTION_ID()", 0, false},
+		{"KILL 5 + 1", 0, false},
+		{"KILL 0x10", 0, false},
+		{"KILL 1.5", 0, false},
+		{"KILL '5'", 0, false},
+		{"KILL 18446744073709551616", 0, false},
+		{"KILL 5; SELECT 1", 0, false},
+	}
+	c := New()
+	for _, tc := range cases {
+		r := c.Classify([]byte(tc.sql))
+		if r.Uses&UsesKill == 0 || r.KillID != tc.id || r.KillQuery != tc.query {
+			t.Errorf("%q: uses %s, KillID %d, KillQuery %v; want kill, %d, %v", tc.sql, r.Uses, r.KillID, r.KillQuery, tc.id, tc.query)
+		}
+		if r.Kind != Other && !r.Unsure {
+			t.Errorf("%q: kind %s, want other", tc.sql, r.Kind)
+		}
+	}
+}
+
+func TestConnectionIDOnly(t *testing.T) {
+	cases := []struct {
+		sql  string
+		ok   bool
+		name string
+	}{
+		{"SELECT CONNECTION_ID()", true, "CONNECTION_ID()"},
+		{"select connection_id()", true, "connection_id()"},
+		{"SELECT CONNECTION_ID( )", true, "CONNECTION_ID( )"},
+		{"select connection_id() as id", true, "id"},
+		{"SELECT CONNECTION_ID() cid", true, "cid"},
+		{`SELECT CONNECTION_ID() AS "x y"`, true, "x y"},
+		{"SELECT CONNECTION_ID() AS 'it''s'", true, "it's"},
+		{"SELECT CONNECTION_ID() AS `a``b`", true, "a`b"},
+		{"/* c */ SELECT CONNECTION_ID();", true, "CONNECTION_ID()"},
+		{"SELECT /* gk:type=x */ CONNECTION_ID() -- trailing\n", true, "CONNECTION_ID()"},
+		{"/*!SELECT CONNECTION_ID() AS id */", true, "id"},
+		{"SELECT CONNECTION_ID(), 1", false, ""},
+		{"SELECT CONNECTION_ID() FROM dual", false, ""},
+		{"SELECT * FROM t WHERE id = CONNECTION_ID()", false, ""},
+		{"SELECT CONNECTION_ID() + 1", false, ""},
+		{"SELECT CONNECTION_ID(1)", false, ""},
+		{"SELECT CONNECTION_ID() AS", false, ""},
+		{"SELECT CONNECTION_ID() AS select", false, ""},
+		{"SELECT CONNECTION_ID() AS 'a\\'b'", false, ""},
+		{"SELECT CONNECTION_ID() 'a' 'b'", false, ""},
+		{"SELECT CONNECTION_ID() AS _utf8mb4'x'", false, ""},
+		{"SELECT DISTINCT CONNECTION_ID()", false, ""},
+		{"SELECT `CONNECTION_ID`()", false, ""},
+		{"SELECT CONNECTION_ID(); SELECT 1", false, ""},
+		{"SELECT CONNECTION_ID();;", false, ""},
+		{"EXPLAIN SELECT CONNECTION_ID()", false, ""},
+		{"SELECT CONNECTION_ID() AS 'x", false, ""},
+	}
+	c := New()
+	for _, tc := range cases {
+		r := c.Classify([]byte(tc.sql))
+		if r.ConnectionIDOnly != tc.ok || string(r.ConnectionIDName) != tc.name {
+			t.Errorf("%q: ConnectionIDOnly %v, name %q; want %v, %q", tc.sql, r.ConnectionIDOnly, r.ConnectionIDName, tc.ok, tc.name)
+		}
+		if r.ConnectionIDOnly && (r.Kind != Read || r.Uses != UsesConnectionID) {
+			t.Errorf("%q: %s", tc.sql, r)
 		}
 	}
 }
@@ -243,6 +450,15 @@ func TestReuse(t *testing.T) {
 	c.Classify([]byte("/* gk:type=a */ SELECT (1"))
 	if r := c.Classify([]byte("SELECT 1")); r.Unsure || r.Tag != nil {
 		t.Fatalf("state leaked into the next statement: %s", r)
+	}
+	c.Classify([]byte("KILL QUERY 5"))
+	c.Classify([]byte("SELECT CONNECTION_ID() AS `a``b`"))
+	if r := c.Classify([]byte("SELECT 1")); r.Uses != 0 || r.KillID != 0 || r.KillQuery || r.ConnectionIDOnly || r.ConnectionIDName != nil {
+		t.Fatalf("connection state leaked into the next statement: %s", r)
+	}
+	c.Classify([]byte("BEGIN NOT ATOMIC SET @x = 1; END"))
+	if r := c.Classify([]byte("SELECT CAST(a AS CHAR CHARACTER SET latin1), @x = 1 FROM t")); r.Uses != 0 {
+		t.Fatalf("a SET list leaked into the next statement: %s", r)
 	}
 }
 

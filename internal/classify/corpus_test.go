@@ -12,8 +12,9 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
-// TestCorpus checks every statement of testdata/corpus.sql: its kind, and where the TiDB
-// parser parses it, the tables read and written against the parser's syntax tree.
+// TestCorpus checks every statement of testdata/corpus.sql: its kind and the connection
+// state it uses, and where the TiDB parser parses it, the tables read and written against
+// the parser's syntax tree.
 func TestCorpus(t *testing.T) {
 	f, err := os.Open("testdata/corpus.sql")
 	if err != nil {
@@ -29,14 +30,21 @@ func TestCorpus(t *testing.T) {
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		kind, sql, ok := strings.Cut(text, ": ")
+		expect, sql, ok := strings.Cut(text, ": ")
 		if !ok {
-			t.Fatalf("corpus.sql:%d: want \"kind: statement\"", line)
+			t.Fatalf("corpus.sql:%d: want \"kind [uses=a,b]: statement\"", line)
+		}
+		kind, uses, _ := strings.Cut(expect, " uses=")
+		if uses == "" {
+			uses = Uses(0).String()
 		}
 		statements++
 		r := c.Classify([]byte(sql))
 		if r.Kind.String() != kind {
 			t.Errorf("corpus.sql:%d: %s\n kind %s, want %s (%s)", line, sql, r.Kind, kind, r)
+		}
+		if r.Uses.String() != uses {
+			t.Errorf("corpus.sql:%d: %s\n uses %s, want %s", line, sql, r.Uses, uses)
 		}
 		stmt, err := p.ParseOneStmt(sql, "", "")
 		if err != nil || r.SideEffects || r.Unsure {

@@ -12,4 +12,16 @@
 // unknown statement, unbalanced quotes or parentheses, several statements in one text, more
 // tables than it tracks), Result.Unsure is set and the statement counts as a write to
 // tables it does not know (Result.UnknownTables).
+//
+// Result.Uses tells what the statements of a text do with state that lives in the backend
+// connection and that the server's session tracking (the session state of OK packets) does
+// not report: user variables assigned, named and table locks, temporary tables, prepared
+// statements in text, SQL_CALC_FOUND_ROWS, LAST_INSERT_ID, the characteristics of the next
+// transaction, changes to session tracking itself, handlers, XA transactions, KILL and
+// CONNECTION_ID(). A proxy that hands connections back to a pool between units of work keeps
+// a client on its connection, or answers for it, by these bits; session variables it carries
+// over from what tracking reports, so a plain SET of one uses nothing. Here too the
+// classifier errs towards a bit set: a user variable passed to CALL counts as assigned, as an
+// OUT parameter may assign it. KILL id and a bare SELECT CONNECTION_ID() are read closely
+// enough (Result.KillID, Result.ConnectionIDOnly) that the proxy can translate or answer them.
 package classify

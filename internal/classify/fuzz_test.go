@@ -16,6 +16,9 @@ func FuzzClassify(f *testing.F) {
 		"/*!40101 SET NAMES utf8 */; /* gk:type=x */ SELECT 'a''b' FOR UPDATE",
 		"SELECT `a``b`.c FROM `x`.`y` WHERE d IN (-1, +2, 0x1f, b'1', N'x')",
 		"SET STATEMENT a=1 FOR SELECT NEXT VALUE FOR s",
+		"SET @a := 1, SESSION session_track_schema = ON; KILL HARD QUERY 5",
+		"SELECT CONNECTION_ID() AS `a``b`;",
+		"BEGIN NOT ATOMIC SET TRANSACTION READ ONLY, @x = 1; END",
 		"((((", "))))", "/*", "'", "`", "-- ", "#", "@", "@@", "/*!", "*/",
 	} {
 		f.Add([]byte(s))
@@ -37,6 +40,12 @@ func FuzzClassify(f *testing.F) {
 		}
 		if r.Hash != Hash(r.Digest) {
 			t.Fatal("hash is not the digest's")
+		}
+		if r.KillID != 0 && (r.Uses&UsesKill == 0 || r.MultiStatement) {
+			t.Fatalf("kill of %d but %s", r.KillID, r)
+		}
+		if r.ConnectionIDOnly && (r.Uses != UsesConnectionID || r.MultiStatement || r.Kind != Read) {
+			t.Fatalf("connection id only but %s", r)
 		}
 		want := r.String()
 		digest := bytes.Clone(r.Digest)

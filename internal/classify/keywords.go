@@ -110,10 +110,14 @@ const (
 	kwSetval
 	kwLastval
 	kwJSONTable
+	kwConnectionID
+	kwCalcFoundRows
 	// Statements that only read or administer: the kind is other.
 	kwShow
 	kwHelp
 	kwAdmin
+	kwKill
+	kwHandler
 	// Statements that change privileges or maintain tables: the kind is DDL.
 	kwGrant
 )
@@ -239,9 +243,10 @@ func init() {
 		"GET_LOCK": kwGetLock, "RELEASE_LOCK": kwReleaseLock, "RELEASE_ALL_LOCKS": kwReleaseAllLocks,
 		"LAST_INSERT_ID": kwLastInsertID, "FOUND_ROWS": kwFoundRows, "ROW_COUNT": kwRowCount,
 		"NEXTVAL": kwNextval, "SETVAL": kwSetval, "LASTVAL": kwLastval, "JSON_TABLE": kwJSONTable,
-		"SHOW": kwShow, "HELP": kwHelp,
+		"CONNECTION_ID": kwConnectionID, "SQL_CALC_FOUND_ROWS": kwCalcFoundRows,
+		"SHOW": kwShow, "HELP": kwHelp, "KILL": kwKill, "HANDLER": kwHandler,
 		"BINLOG": kwAdmin, "CACHE": kwAdmin, "CHECKSUM": kwAdmin, "FLUSH": kwAdmin,
-		"HANDLER": kwAdmin, "INSTALL": kwAdmin, "KILL": kwAdmin, "PURGE": kwAdmin, "RESET": kwAdmin,
+		"INSTALL": kwAdmin, "PURGE": kwAdmin, "RESET": kwAdmin,
 		"SHUTDOWN": kwAdmin, "STOP": kwAdmin, "UNINSTALL": kwAdmin, "CHANGE": kwAdmin,
 		"CHECK": kwAdmin,
 		"GRANT": kwGrant, "REVOKE": kwGrant, "OPTIMIZE": kwGrant, "REPAIR": kwGrant,

@@ -1,6 +1,7 @@
-# Statement shapes the classifier must get right, one per line as "kind: statement".
-# corpus_test.go checks the kind of each and, wherever the TiDB parser parses the statement,
-# compares the tables read and written with what the parser's syntax tree says.
+# Statement shapes the classifier must get right, one per line as "kind: statement", or as
+# "kind uses=a,b: statement" where the statement uses connection state (Result.Uses).
+# corpus_test.go checks the kind and the uses of each and, wherever the TiDB parser parses
+# the statement, compares the tables read and written with what the parser's syntax tree says.
 
 # sysbench (oltp_*.lua, the prepared and the text forms)
 read: SELECT c FROM sbtest1 WHERE id=?
@@ -95,10 +96,10 @@ session: SET autocommit=1
 session: SET SESSION sql_mode = 'STRICT_ALL_TABLES'
 session: SET @@session.time_zone = '+00:00'
 session: SELECT @@tx_isolation
-session: SELECT LAST_INSERT_ID()
-session: SELECT GET_LOCK('migrations', 10)
-session: LOCK TABLES t1 WRITE, t2 READ
-session: UNLOCK TABLES
+session uses=last_insert_id: SELECT LAST_INSERT_ID()
+session uses=get_lock: SELECT GET_LOCK('migrations', 10)
+session uses=lock_tables: LOCK TABLES t1 WRITE, t2 READ
+session uses=unlock_tables: UNLOCK TABLES
 session: USE shop
 transaction: START TRANSACTION READ WRITE
 transaction: ROLLBACK
@@ -126,10 +127,34 @@ ddl: CREATE TABLE h (x INT) WITH SYSTEM VERSIONING
 read: SELECT * FROM h FOR SYSTEM_TIME AS OF TIMESTAMP '2024-01-01 00:00:00'
 read: SELECT * FROM h FOR SYSTEM_TIME BETWEEN (NOW() - INTERVAL 1 YEAR) AND NOW()
 write: DELETE HISTORY FROM h BEFORE SYSTEM_TIME '2024-01-01 00:00:00'
-session: /*M!100100 SET STATEMENT max_statement_time=1 FOR */ SET @x = 1
+session uses=user_variable: /*M!100100 SET STATEMENT max_statement_time=1 FOR */ SET @x = 1
 read: SELECT /*M!100000 SQL_NO_CACHE */ id FROM t WHERE id = 1
-session: /*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */
+session uses=user_variable: /*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */
 read: SET STATEMENT max_statement_time=5 FOR SELECT * FROM big
 write: BEGIN NOT ATOMIC DECLARE x INT; END
 read: VALUES (1, 'a'), (2, 'b')
 read: TABLE t1
+
+# Connection state that session tracking does not report, which a pooled proxy must see
+read uses=found_rows: SELECT SQL_CALC_FOUND_ROWS id, title FROM posts WHERE author_id = ? ORDER BY created DESC LIMIT 20
+session: SELECT FOUND_ROWS()
+read uses=connection_id: SELECT CONNECTION_ID()
+read uses=connection_id: SELECT id FROM jobs WHERE owner = CONNECTION_ID()
+write uses=last_insert_id: INSERT INTO audit (order_id, note) VALUES (LAST_INSERT_ID(), ?)
+session uses=user_variable: SELECT @rownum := @rownum + 1 AS pos, name FROM players ORDER BY score DESC
+session: SELECT * FROM orders WHERE customer_id = @cid
+read: SELECT 'GET_LOCK(', note FROM notes /* RELEASE_LOCK('x') */
+locking_read: SELECT * FROM t1 WHERE id = ? LOCK IN SHARE MODE
+session uses=temporary_table: CREATE TEMPORARY TABLE tmp_ids (id INT PRIMARY KEY)
+session uses=drop_temporary_table: DROP TEMPORARY TABLE IF EXISTS tmp_ids
+session uses=release_lock: SELECT RELEASE_LOCK('migrations')
+session uses=user_variable: SET @saved_cs_client = @@character_set_client
+session uses=next_transaction: SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+session: SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ
+session uses=session_tracking: SET SESSION session_track_system_variables = '*'
+session uses=prepare: PREPARE stmt1 FROM 'SELECT * FROM t1 WHERE id = ?'
+session uses=deallocate: DEALLOCATE PREPARE stmt1
+other uses=handler: HANDLER t1 OPEN
+transaction uses=xa_start: XA START 'xid1'
+transaction uses=xa_end: XA COMMIT 'xid1'
+other uses=kill: KILL QUERY 42
