@@ -76,6 +76,8 @@ type reloader struct {
 	costs   *estimator.Table
 	log     *slog.Logger
 	enabled bool
+	// accounts are pooled mode's, whose users file a reload reads again; nil otherwise.
+	accounts *accounts
 }
 
 func (r *reloader) admissionEnabled() bool {
@@ -101,9 +103,16 @@ func (r *reloader) reload() error {
 		return err
 	}
 	r.srv.SetBackendCPUs(next.Estimator.BackendCPUs)
+	if r.accounts != nil {
+		r.accounts.file = next.Auth.UsersFile
+		if err := r.accounts.reload(); err != nil {
+			r.log.Error("cannot read the users file again; the accounts stay as they were", "err", err)
+		}
+	}
 	// What a reload cannot apply: every section but admission and estimator averaging.
 	cur, nxt := r.cur, next
 	cur.Admission, nxt.Admission = config.Admission{}, config.Admission{}
+	cur.Auth.UsersFile, nxt.Auth.UsersFile = "", ""
 	cur.Estimator.Weight, cur.Estimator.Window, cur.Estimator.DefaultCost, cur.Estimator.BackendCPUs = 0, 0, 0, 0
 	nxt.Estimator.Weight, nxt.Estimator.Window, nxt.Estimator.DefaultCost, nxt.Estimator.BackendCPUs = 0, 0, 0, 0
 	var restart []string

@@ -126,6 +126,18 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		})
 	}
 	rl := &reloader{load: load, cur: cfg, srv: srv, costs: costs, log: log, enabled: cfg.Admission.Enabled}
+	if cfg.Mode == config.ModePooled {
+		accCtx, stopAccounts := context.WithCancel(context.Background())
+		defer stopAccounts()
+		acc, err := newAccounts(accCtx, cfg, srv.Accounts(nil), log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer acc.close()
+		srv.Accounts(acc.refresh())
+		rl.accounts = acc
+	}
 
 	primary := replicas.NewProbe(cfg.Backends.Primary, cfg.Backends.ConnectTimeout, 2*time.Second)
 	draining := make(chan struct{}) // closed when the drain begins: no longer ready
@@ -164,7 +176,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }() // ends when Shutdown closes ln
 	log.Info("gatekeeper started", "version", buildVersion(), "listen", ln.Addr().String(),
-		"admin", cfg.Admin.Listen, "primary", cfg.Backends.Primary, "mode", "passthrough",
+		"admin", cfg.Admin.Listen, "primary", cfg.Backends.Primary, "mode", cfg.Mode,
 		"admission", cfg.Admission.Enabled)
 	if _, err := sdnotify.Send(sdnotify.Ready); err != nil {
 		log.Warn("cannot notify systemd", "err", err)

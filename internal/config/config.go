@@ -13,9 +13,15 @@ import (
 // Config is the whole configuration. The field comments give each default.
 type Config struct {
 	// Listen is the address clients connect to. Default 127.0.0.1:6033.
-	Listen    string    `mapstructure:"listen"`
-	Admin     Admin     `mapstructure:"admin"`
-	Backends  Backends  `mapstructure:"backends"`
+	Listen   string   `mapstructure:"listen"`
+	Admin    Admin    `mapstructure:"admin"`
+	Backends Backends `mapstructure:"backends"`
+	// Mode is passthrough (default: each client's handshake is relayed to the primary and
+	// the client keeps that connection) or pooled (the proxy authenticates clients itself
+	// and lends them connections from its pools, one unit of work at a time).
+	Mode      string    `mapstructure:"mode"`
+	Auth      Auth      `mapstructure:"auth"`
+	Pools     Pools     `mapstructure:"pools"`
 	TLS       ClientTLS `mapstructure:"tls"`
 	Client    Client    `mapstructure:"client"`
 	Shutdown  Shutdown  `mapstructure:"shutdown"`
@@ -24,6 +30,40 @@ type Config struct {
 	Estimator Estimator `mapstructure:"estimator"`
 	Log       Log       `mapstructure:"log"`
 	Monitor   Monitor   `mapstructure:"monitor"`
+}
+
+// Modes of the proxy.
+const (
+	ModePassthrough = "passthrough"
+	ModePooled      = "pooled"
+)
+
+// Auth says where the accounts of pooled mode come from.
+type Auth struct {
+	// UsersFile is a YAML file of users and their passwords or password hashes, readable by
+	// the proxy's user alone. It is read again on SIGHUP. Default empty: none.
+	UsersFile string `mapstructure:"users_file"`
+	// FromBackend reads the accounts and their password hashes from the primary's
+	// mysql.user, with monitor.user (which then needs SELECT on mysql.user). Default false.
+	FromBackend bool `mapstructure:"from_backend"`
+	// RefreshInterval is how often accounts read from the backend are read again; an
+	// unknown user also triggers a read, at most once a second. Default 1m.
+	RefreshInterval time.Duration `mapstructure:"refresh_interval"`
+}
+
+// Pools configures the connections the proxy opens itself, per backend.
+type Pools struct {
+	// MaxOpen bounds the connections to each backend. Default 64.
+	MaxOpen int `mapstructure:"max_open"`
+	// MaxIdle is how many idle connections are kept once idle for a second. Default 16.
+	MaxIdle int `mapstructure:"max_idle"`
+	// IdleTimeout closes connections idle this long. Default 5m.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// MaxLifetime closes connections this old when they come back. Default 1h.
+	MaxLifetime time.Duration `mapstructure:"max_lifetime"`
+	// WaitTimeout bounds a unit's wait for a connection when all are leased; past it the
+	// client gets error 1205. Default 5s.
+	WaitTimeout time.Duration `mapstructure:"wait_timeout"`
 }
 
 // Monitor configures the account the proxy reads the primary's status with.
@@ -303,6 +343,12 @@ func Default() Config {
 			Replicas:       []string{},
 			ConnectTimeout: 5 * time.Second,
 			TLS:            BackendTLS{Mode: TLSDisabled},
+		},
+		Mode: ModePassthrough,
+		Auth: Auth{RefreshInterval: time.Minute},
+		Pools: Pools{
+			MaxOpen: 64, MaxIdle: 16, IdleTimeout: 5 * time.Minute, MaxLifetime: time.Hour,
+			WaitTimeout: 5 * time.Second,
 		},
 		Client: Client{
 			HandshakeTimeout: 10 * time.Second,

@@ -98,8 +98,8 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "unknown section",
-			yaml: "pools:\n  size: 3\n",
-			want: []string{`line 1: unknown key "pools"`},
+			yaml: "routes:\n  size: 3\n",
+			want: []string{`line 1: unknown key "routes"`},
 		},
 		{
 			name: "bad duration",

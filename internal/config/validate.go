@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 )
 
 // KeyError is a bad value for one key.
@@ -82,6 +84,32 @@ func (c *Config) Validate() error {
 		TLSDisabled, TLSPreferred, TLSRequired, TLSVerifyCA, TLSVerifyIdentity)
 	readable("backends.tls.ca_file", c.Backends.TLS.CAFile)
 	keyPair("backends.tls", c.Backends.TLS.CertFile, c.Backends.TLS.KeyFile)
+
+	oneOf("mode", c.Mode, ModePassthrough, ModePooled)
+	if c.Mode == ModePooled && c.Auth.UsersFile == "" && !c.Auth.FromBackend {
+		bad("mode", "pooled needs accounts to check clients against: set auth.users_file, auth.from_backend, or both")
+	}
+	if c.Auth.UsersFile != "" {
+		if _, err := auth.LoadFile(c.Auth.UsersFile); err != nil {
+			bad("auth.users_file", "%v", err)
+		}
+	}
+	if c.Auth.FromBackend && c.Monitor.User == "" {
+		bad("auth.from_backend", "needs monitor.user (and monitor.password): the account that reads mysql.user")
+	}
+	if c.Auth.RefreshInterval < time.Second {
+		bad("auth.refresh_interval", "must be at least 1s, such as 1m")
+	}
+	pl := c.Pools
+	if pl.MaxOpen < 1 {
+		bad("pools.max_open", "must be at least 1, such as 64")
+	}
+	if pl.MaxIdle < 0 || pl.MaxIdle > pl.MaxOpen {
+		bad("pools.max_idle", "must be between 0 and pools.max_open (%d)", pl.MaxOpen)
+	}
+	if pl.IdleTimeout <= 0 || pl.MaxLifetime <= 0 || pl.WaitTimeout <= 0 {
+		bad("pools.wait_timeout", "pools.idle_timeout, max_lifetime and wait_timeout must be positive, such as 5m, 1h and 5s")
+	}
 
 	keyPair("tls", c.TLS.CertFile, c.TLS.KeyFile)
 	if c.TLS.Required && c.TLS.CertFile == "" {

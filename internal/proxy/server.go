@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
+	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 )
@@ -43,6 +45,9 @@ type Server struct {
 	accept         atomic.Pointer[acceptPolicer]
 	threadsRunning atomic.Pointer[func() (float64, bool)]
 
+	// pooling is pooled mode's part; nil in passthrough.
+	pooling *pooling
+
 	nextID atomic.Uint64
 	open   atomic.Int64 // client connections open
 
@@ -50,7 +55,9 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	sessions  map[*session]struct{}
-	draining  bool
+	// byID finds a session by the connection id its client sees (KILL).
+	byID     map[uint32]*session
+	draining bool
 	// done is closed when the last session of a drain ends.
 	done chan struct{}
 
@@ -76,6 +83,7 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		metrics:    newMetrics(reg),
 		listeners:  map[net.Listener]struct{}{},
 		sessions:   map[*session]struct{}{},
+		byID:       map[uint32]*session{},
 		stopReaper: make(chan struct{}),
 		adm:        admission.New(AdmissionConfig(cfg.Admission), nil),
 	}
@@ -101,7 +109,31 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 	if s.backendTLS, err = newBackendTLS(cfg.Backends.TLS); err != nil {
 		return nil, err
 	}
+	if cfg.Mode == config.ModePooled {
+		s.pooling = newPooling(cfg, s.backendTLS.forBackend, log, reg)
+	}
 	return s, nil
+}
+
+// Accounts returns the accounts pooled mode checks clients against (nil in passthrough),
+// for the caller to fill and reload. refresh, when not nil, is called for a user the
+// accounts do not know, to read them again at once.
+func (s *Server) Accounts(refresh func(ctx context.Context) bool) *auth.Store {
+	if s.pooling == nil {
+		return nil
+	}
+	s.pooling.refresh = refresh
+	return s.pooling.users
+}
+
+// sessionByID returns the session whose client knows it by id, or nil.
+func (s *Server) sessionByID(id uint64) *session {
+	if id > math.MaxUint32 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byID[uint32(id)]
 }
 
 // SetBackendCPUs changes estimator.backend_cpus while running.
@@ -197,6 +229,7 @@ func (s *Server) start(conn net.Conn) {
 		return
 	}
 	s.sessions[sess] = struct{}{}
+	s.byID[uint32(sess.id)] = sess
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.open.Add(1)
@@ -208,6 +241,9 @@ func (s *Server) start(conn net.Conn) {
 		s.metrics.connsOpen.Dec()
 		s.mu.Lock()
 		delete(s.sessions, sess)
+		if s.byID[uint32(sess.id)] == sess {
+			delete(s.byID, uint32(sess.id))
+		}
 		if s.draining && len(s.sessions) == 0 && s.done != nil {
 			close(s.done)
 			s.done = nil
@@ -252,6 +288,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.wg.Wait()
 	s.watch.close()
+	if s.pooling != nil {
+		s.pooling.pool.Close()
+	}
 	return err
 }
 

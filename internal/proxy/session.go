@@ -39,6 +39,15 @@ type session struct {
 	backendAddr string
 	// dedicatedConn is the passthrough backend, closed when the session ends.
 	dedicatedConn *protocol.Conn
+	// pl is the session's side of pooled mode; nil in passthrough.
+	pl *pooledState
+	// scramble is the challenge of the proxy's greeting (pooled mode), which a
+	// COM_CHANGE_USER answers.
+	scramble []byte
+	// killTarget is the session whose statement the current command kills (pooled mode).
+	killTarget *session
+	// pinnedGauge says the session counts in the pinned-sessions gauge.
+	pinnedGauge bool
 	// backendBroken is set when the backend connection failed or was left in the middle of
 	// an exchange: it must not be reused or sent anything more.
 	backendBroken bool
@@ -82,6 +91,9 @@ type session struct {
 	draining bool
 	// interrupted says why the wait for a command was cut short, or is empty.
 	interrupted string
+	// killing is set while a KILL QUERY of this session's statement is on its way to its
+	// pooled connection, which must then not go to another session.
+	killing bool
 }
 
 // unit is the open unit of work: an autocommit statement, or a transaction from its first
@@ -121,7 +133,11 @@ func newSession(srv *Server, id uint64, conn net.Conn) *session {
 
 func (s *session) run() {
 	defer s.close()
-	if err := s.handshake(); err != nil {
+	handshake := s.handshake
+	if s.srv.pooling != nil {
+		handshake = s.handshakePooled
+	}
+	if err := handshake(); err != nil {
 		s.log.Debug("handshake failed", "err", err)
 		return
 	}
@@ -214,12 +230,18 @@ func (s *session) kill() {
 		// The session's goroutine may be using it; closing is safe from any goroutine.
 		_ = s.dedicatedConn.NetConn().Close()
 	}
+	if s.pl != nil && s.pl.lease != nil {
+		_ = s.pl.lease.Conn().Packets().NetConn().Close()
+	}
 }
 
 // close ends the session: a clean COM_QUIT to a backend that is between commands, then
 // both connections closed.
 func (s *session) close() {
 	s.releaseUnit() // a transaction left open by the client
+	if s.pl != nil {
+		s.closePooled()
+	}
 	s.mu.Lock()
 	b := s.dedicatedConn
 	s.mu.Unlock()
@@ -253,17 +275,43 @@ func (s *session) dispatch() bool {
 		return true
 	}
 	s.classifyCommand(cmd)
+	if s.pl != nil {
+		if handled, keep := s.localPooled(cmd); handled {
+			return keep
+		}
+		cmd = s.cmd.Byte() // a KILL becomes the KILL of a backend thread
+	}
 	if s.needsAdmission(cmd) {
 		if admitted, keep := s.admit(); !admitted {
 			// Refused: the client was told why (or is gone); the command never reached
 			// the backend, and an open transaction stays open.
+			s.endKillTarget()
 			return keep
 		}
 	}
 	if !s.unit.open {
-		if !s.beginUnit() {
+		start := time.Now()
+		if err := s.beginUnit(); err != nil {
 			s.releaseUnit()
-			return false
+			s.endKillTarget()
+			if s.pl == nil || !s.cmd.Complete() {
+				s.log.Warn("no backend connection for unit", "err", err)
+				return false
+			}
+			s.sendLeaseError(err, time.Since(start))
+			return s.client.IOErr() == nil
+		}
+	}
+	var clientStmtID uint32
+	if s.pl != nil {
+		clientStmtID, _ = stmtIDOf(s.cmd.Payload)
+		if ok, keep := s.preparePooled(cmd); !ok {
+			s.endKillTarget()
+			if keep && !s.inTxn && s.unit.commands == 0 {
+				s.releaseUnit()
+				s.endUnitQuietly()
+			}
+			return keep
 		}
 	}
 	written := s.client.Written()
@@ -275,6 +323,7 @@ func (s *session) dispatch() bool {
 	}
 	end := time.Now()
 	elapsed, work := end.Sub(start), s.srv.share.Stop(end, clock)
+	s.endKillTarget()
 	if err != nil {
 		s.fail(cmd, err, written)
 		return false
@@ -292,6 +341,10 @@ func (s *session) dispatch() bool {
 	s.unit.busy += elapsed
 	s.unit.work += work
 	s.unit.commands++
+	if s.pl != nil {
+		s.notePooledStmt(cmd, clientStmtID)
+		s.notePooled(cmd)
+	}
 	s.update(cmd)
 	if s.inTxn {
 		s.unit.txn = true
@@ -301,18 +354,32 @@ func (s *session) dispatch() bool {
 	return true
 }
 
+// endKillTarget lets the session whose statement this command was to kill give its
+// connection back again.
+func (s *session) endKillTarget() {
+	if s.killTarget != nil {
+		s.killTarget.endKill()
+		s.killTarget = nil
+	}
+}
+
 // beginUnit obtains the backend connection for a new unit.
-func (s *session) beginUnit() bool {
-	b, err := s.source.acquire(s.ctx)
+func (s *session) beginUnit() error {
+	var b *protocol.Conn
+	var err error
+	if s.pl != nil {
+		b, err = s.acquirePooled()
+	} else {
+		b, err = s.source.acquire(s.ctx)
+	}
 	if err != nil {
-		s.log.Warn("no backend connection for unit", "err", err)
-		return false
+		return err
 	}
 	s.backend = b
 	protocol.Pair(s.client, b)
 	s.relay.Backend = b
 	s.unit.open = true // endUnit left the rest zero
-	return true
+	return nil
 }
 
 // endUnit closes the open unit and gives its backend connection back.
@@ -326,8 +393,18 @@ func (s *session) endUnit() {
 	m.unitBusySeconds.Observe(s.unit.busy.Seconds())
 	s.recordUnit()
 	s.releaseUnit()
+	s.endUnitQuietly()
+}
+
+// endUnitQuietly gives the unit's backend connection back, recording nothing: for a unit
+// that ran no command.
+func (s *session) endUnitQuietly() {
 	s.backend.Trim()
-	s.source.release(s.backend)
+	if s.pl != nil {
+		s.releasePooled()
+	} else {
+		s.source.release(s.backend)
+	}
 	s.backend = nil
 	s.unit = unit{typ: unitType{sample: s.unit.typ.sample[:0]}}
 }

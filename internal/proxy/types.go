@@ -53,6 +53,16 @@ type statement struct {
 	kind   classify.Kind
 	digest []byte // of the current command: valid until the next command
 	tag    []byte
+	// uses is what the statement does with connection state; multi that the text holds
+	// several statements.
+	uses  classify.Uses
+	multi bool
+	// A KILL of a thread id, and SELECT CONNECTION_ID() alone, with its column name
+	// (valid until the next command): what pooled mode answers in the proxy.
+	killID     uint64
+	killQuery  bool
+	connIDOnly bool
+	connIDName []byte
 }
 
 // unitType collects what types a unit under the unit-wide keys.
@@ -83,7 +93,9 @@ func (s *session) classifyCommand(cmd byte) {
 		if r.Unsure {
 			m.unsure.Inc()
 		}
-		s.stmt = statement{valid: true, hash: r.Hash, kind: r.Kind, digest: r.Digest, tag: r.Tag}
+		s.stmt = statement{valid: true, hash: r.Hash, kind: r.Kind, digest: r.Digest, tag: r.Tag,
+			uses: r.Uses, multi: r.MultiStatement, killID: r.KillID, killQuery: r.KillQuery,
+			connIDOnly: r.ConnectionIDOnly, connIDName: r.ConnectionIDName}
 	case mysql.COM_STMT_EXECUTE:
 		if p := s.cmd.Payload; len(p) >= 5 {
 			s.stmt = s.stmts[binary.LittleEndian.Uint32(p[1:])]
@@ -95,6 +107,7 @@ func (s *session) classifyCommand(cmd byte) {
 func (s *session) rememberPrepared(id uint32) {
 	ps := s.stmt
 	ps.digest, ps.tag = bytes.Clone(ps.digest), bytes.Clone(ps.tag)
+	ps.connIDName, ps.connIDOnly, ps.killID = nil, false, 0
 	s.stmts[id] = ps
 }
 

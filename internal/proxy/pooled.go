@@ -1,0 +1,492 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/auth"
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
+	"github.com/gatekeeperdb/gatekeeper/internal/classify"
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+)
+
+// pooling is what pooled mode adds to the server: the pool of connections to the primary,
+// the accounts clients log in with, and the primary's greeting, which the proxy's own
+// imitates so that clients see the server they expect.
+type pooling struct {
+	pool  *backend.Pool
+	users *auth.Store
+	// refresh reads the accounts again at once (auth.from_backend); nil otherwise.
+	refresh func(ctx context.Context) bool
+	// greeting is the primary's greeting, read once it answers.
+	greeting atomic.Pointer[protocol.Greeting]
+	probeMu  sync.Mutex
+	// attrs are the connection attributes of the proxy's own connections.
+	attrs []protocol.Attribute
+
+	pinsTotal [numPinReasons]prometheus.Counter
+	pinned    prometheus.Gauge
+	resets    prometheus.Counter
+	syncs     prometheus.Counter
+	authFails *prometheus.CounterVec
+}
+
+func newPooling(cfg config.Config, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) *pooling {
+	m := backend.NewMetrics(reg)
+	dialer := &backend.Dialer{Addr: cfg.Backends.Primary, ConnectTimeout: cfg.Backends.ConnectTimeout, TLS: tlsFor}
+	pc := backend.PoolConfig{
+		MaxOpen: cfg.Pools.MaxOpen, MaxIdle: cfg.Pools.MaxIdle, IdleTimeout: cfg.Pools.IdleTimeout,
+		MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
+	}
+	p := &pooling{
+		pool:  backend.NewPool(dialer, pc, m, log),
+		users: auth.NewStore(),
+		attrs: []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
+	}
+	pins := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_session_pins_total",
+		Help: "Times a client session was pinned to its backend connection, by reason.",
+	}, []string{"reason"})
+	for r := range numPinReasons {
+		p.pinsTotal[r] = pins.WithLabelValues(r.String())
+	}
+	p.pinned = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gatekeeper_sessions_pinned",
+		Help: "Client sessions pinned to a backend connection now.",
+	})
+	p.resets = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatekeeper_backend_resets_total",
+		Help: "Pooled connections reset (COM_RESET_CONNECTION) after a session that left state on them.",
+	})
+	p.syncs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatekeeper_session_state_syncs_total",
+		Help: "Units whose session state (schema, variables, user) was carried to a pooled connection first.",
+	})
+	p.authFails = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_auth_failures_total",
+		Help: "Client logins the proxy refused in pooled mode, by reason.",
+	}, []string{"reason"})
+	reg.MustRegister(pins, p.pinned, p.resets, p.syncs, p.authFails,
+		backend.NewPoolCollector(func() []*backend.Pool { return []*backend.Pool{p.pool} }))
+	return p
+}
+
+// primaryGreeting returns the primary's greeting, dialing it (without logging in) the
+// first time.
+func (p *pooling) primaryGreeting(ctx context.Context, addr string, timeout time.Duration) (*protocol.Greeting, error) {
+	if g := p.greeting.Load(); g != nil {
+		return g, nil
+	}
+	p.probeMu.Lock()
+	defer p.probeMu.Unlock()
+	if g := p.greeting.Load(); g != nil {
+		return g, nil
+	}
+	nc, err := dialBackend(ctx, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(timeout))
+	c := protocol.NewConn(nc)
+	pkt, err := c.ReadPacket()
+	if err != nil {
+		return nil, fmt.Errorf("no greeting: %w", err)
+	}
+	if len(pkt) > 0 && pkt[0] == mysql.ERR_HEADER {
+		e, _ := protocol.ParseError(pkt)
+		return nil, e
+	}
+	g, err := protocol.ParseGreeting(pkt)
+	if err != nil {
+		return nil, err
+	}
+	p.greeting.Store(g)
+	return g, nil
+}
+
+// pinReason is why a session keeps its backend connection between units.
+type pinReason uint8
+
+const (
+	pinUserVariable pinReason = iota
+	pinGetLock
+	pinLockTables
+	pinTemporaryTable
+	pinPreparedSQL
+	pinFoundRows
+	pinLastInsertID
+	pinNextTransaction
+	pinSessionTracking
+	pinHandler
+	pinXA
+	pinSQLLogBin
+	pinSessionVariable
+	pinSessionState
+	pinLongData
+	pinCursor
+	pinSetOption
+	pinNoTracking
+	numPinReasons
+)
+
+var pinNames = [numPinReasons]string{
+	"user_variable", "get_lock", "lock_tables", "temporary_table", "prepared_sql", "found_rows",
+	"last_insert_id", "next_transaction", "session_tracking", "handler", "xa", "sql_log_bin",
+	"session_variable", "session_state", "long_data", "cursor", "set_option", "no_tracking",
+}
+
+func (r pinReason) String() string { return pinNames[r] }
+
+// transientPins end with the unit after the one that set them: SQL_CALC_FOUND_ROWS is read
+// by the next statement, SET TRANSACTION applies to the next transaction.
+const transientPins = 1<<pinFoundRows | 1<<pinLastInsertID | 1<<pinNextTransaction
+
+// pins are the reasons a session holds its connection, as bits of pinReason.
+type pins struct {
+	bits uint32
+	// getLocks counts GET_LOCK calls not matched by RELEASE_LOCK.
+	getLocks int
+	// expiring are transient pins set before the current unit: they end with it.
+	expiring uint32
+}
+
+func (p *pins) has(r pinReason) bool { return p.bits&(1<<r) != 0 }
+
+// names returns the pin reasons set, for the sessions API.
+func (p *pins) names() []string {
+	var out []string
+	for r := range numPinReasons {
+		if p.has(r) {
+			out = append(out, r.String())
+		}
+	}
+	return out
+}
+
+// pooledState is a session's side of pooled mode.
+type pooledState struct {
+	pooling *pooling
+	want    backend.Want
+	state   *backend.State
+	// lease is the connection of the open unit, or of a pinned session between units.
+	lease *backend.Lease
+	// last is the connection of the last unit, asked for again for the next.
+	last *backend.Conn
+	pins pins
+	// clientCaps are the capabilities agreed with the client.
+	clientCaps uint32
+	// stmts are the client's prepared statements, under the proxy's ids.
+	stmts  map[uint32]*clientStmt
+	nextID uint32
+	// leave ends the user's count against its max_connections.
+	leave func()
+	// cursors and longData count the statements with an open cursor, or with data sent
+	// for their next execution.
+	cursors, longData int
+}
+
+// acquirePooled leases a connection for a new unit and brings it to the session's state.
+func (s *session) acquirePooled() (*protocol.Conn, error) {
+	pl := s.pl
+	if pl.lease == nil {
+		lease, err := pl.pooling.pool.Acquire(s.ctx, &pl.want, pl.state)
+		if err != nil {
+			return nil, err
+		}
+		c := lease.Conn()
+		needLID := s.stmt.valid && s.stmt.uses&classify.UsesLastInsertID != 0
+		if !pl.state.Matches(c) || needLID {
+			if err := c.Sync(s.ctx, &pl.want, pl.state, needLID); err != nil {
+				lease.Discard()
+				return nil, err
+			}
+			pl.pooling.syncs.Inc()
+		}
+		s.mu.Lock()
+		pl.lease = lease
+		s.mu.Unlock()
+	}
+	c := pl.lease.Conn()
+	s.backendAddr = c.Addr()
+	s.relay.Capabilities = c.Capabilities()
+	s.relay.StripSessionState = pl.clientCaps&mysql.CLIENT_SESSION_TRACK == 0 && c.Capabilities()&mysql.CLIENT_SESSION_TRACK != 0
+	c.BeforeCommand()
+	return c.Packets(), nil
+}
+
+// releasePooled ends a unit: the connection goes back to the pool unless the session is
+// pinned to it.
+func (s *session) releasePooled() {
+	pl := s.pl
+	if pl.lease == nil {
+		return
+	}
+	pl.pins.bits &^= pl.pins.expiring
+	pl.pins.expiring = pl.pins.bits & transientPins
+	if pl.pins.bits != 0 {
+		return
+	}
+	c := pl.lease.Conn()
+	c.Adopt(pl.state)
+	s.mu.Lock()
+	lease := pl.lease
+	pl.lease = nil
+	killing := s.killing
+	s.mu.Unlock()
+	pl.last = c
+	if killing {
+		// A KILL QUERY of this session may still be on its way to the connection: no
+		// other session may get it.
+		lease.Discard()
+		return
+	}
+	lease.Release()
+}
+
+// closePooled gives the connection of a closing session back: reset first when the session
+// left state on it, closed when it broke.
+func (s *session) closePooled() {
+	pl := s.pl
+	if pl.leave != nil {
+		pl.leave()
+	}
+	s.setPinned(false)
+	s.mu.Lock()
+	lease := pl.lease
+	pl.lease = nil
+	s.mu.Unlock()
+	if lease == nil {
+		return
+	}
+	c := lease.Conn()
+	if s.backendBroken || s.killing {
+		lease.Discard()
+		return
+	}
+	if pl.pins.bits != 0 || s.inTxn || s.unit.open {
+		_ = c.Packets().SetDeadline(time.Now().Add(2 * time.Second))
+		err := c.Reset()
+		_ = c.Packets().SetDeadline(time.Time{})
+		if err != nil {
+			lease.Discard()
+			return
+		}
+		pl.pooling.resets.Inc()
+	}
+	lease.Release()
+}
+
+// pin records that the session keeps its connection for reason.
+func (s *session) pin(r pinReason) {
+	pl := s.pl
+	if pl.pins.has(r) {
+		return
+	}
+	pl.pins.bits |= 1 << r
+	pl.pooling.pinsTotal[r].Inc()
+	s.log.Debug("session pinned to its backend connection", "reason", r.String())
+}
+
+func (s *session) unpin(r pinReason) { s.pl.pins.bits &^= 1 << r }
+
+// setPinned keeps the pinned-sessions gauge and the snapshot of the pins up to date.
+func (s *session) setPinned(on bool) {
+	if on == s.pinnedGauge {
+		return
+	}
+	s.pinnedGauge = on
+	if on {
+		s.pl.pooling.pinned.Inc()
+	} else {
+		s.pl.pooling.pinned.Dec()
+	}
+}
+
+// notePooled learns from the command just run what the session state is now and whether
+// the session must keep its connection.
+func (s *session) notePooled(cmd byte) {
+	pl := s.pl
+	res := &s.res
+	if res.LastInsertID != 0 {
+		pl.state.LastInsertID = res.LastInsertID
+	}
+	st := &s.stmt
+	if cmd == mysql.COM_QUERY && st.valid && res.Err == nil {
+		s.pinsOfStatement(st)
+	}
+	if res.StateChanged {
+		s.trackState(cmd, st)
+	}
+	if cmd == mysql.COM_INIT_DB && res.Err == nil && !res.SchemaChanged && s.cmd.Complete() {
+		pl.state.Schema = string(s.cmd.Text())
+	}
+	if cmd == mysql.COM_SET_OPTION && res.Err == nil {
+		s.pin(pinSetOption) // the connection's multi-statement setting differs from its key
+	}
+	s.setPinned(pl.pins.bits != 0)
+}
+
+// pinsOfStatement applies what the classifier saw of a successful statement.
+func (s *session) pinsOfStatement(st *statement) {
+	u := st.uses
+	if u == 0 {
+		if st.kind == classify.Session && !s.pl.lease.Conn().Tracking() {
+			s.pin(pinNoTracking)
+		}
+		return
+	}
+	pl := s.pl
+	if u&classify.UsesUserVariable != 0 {
+		s.pin(pinUserVariable)
+	}
+	if u&classify.UsesGetLock != 0 {
+		pl.pins.getLocks++
+		s.pin(pinGetLock)
+	}
+	if u&classify.UsesReleaseLock != 0 && pl.pins.getLocks > 0 {
+		if pl.pins.getLocks--; pl.pins.getLocks == 0 {
+			s.unpin(pinGetLock)
+		}
+	}
+	if u&classify.UsesReleaseAllLocks != 0 {
+		pl.pins.getLocks = 0
+		s.unpin(pinGetLock)
+	}
+	if u&classify.UsesLockTables != 0 {
+		s.pin(pinLockTables)
+	}
+	if u&classify.UsesUnlockTables != 0 {
+		s.unpin(pinLockTables)
+	}
+	if u&classify.UsesTemporaryTable != 0 {
+		s.pin(pinTemporaryTable)
+	}
+	if u&classify.UsesPrepare != 0 {
+		s.pin(pinPreparedSQL)
+	}
+	if u&classify.UsesFoundRows != 0 {
+		s.pinTransient(pinFoundRows)
+	}
+	if u&classify.UsesSetLastInsertID != 0 {
+		s.pinTransient(pinLastInsertID)
+	}
+	if u&classify.UsesNextTransaction != 0 {
+		s.pinTransient(pinNextTransaction)
+	}
+	if u&classify.UsesSessionTracking != 0 {
+		s.pin(pinSessionTracking)
+	}
+	if u&classify.UsesHandler != 0 {
+		s.pin(pinHandler)
+	}
+	if u&classify.UsesXAStart != 0 {
+		s.pin(pinXA)
+	}
+	if u&classify.UsesXAEnd != 0 {
+		s.unpin(pinXA)
+	}
+	if !s.pl.lease.Conn().Tracking() && st.kind == classify.Session {
+		s.pin(pinNoTracking)
+	}
+}
+
+// pinTransient pins for the rest of this unit and the whole of the next.
+func (s *session) pinTransient(r pinReason) {
+	s.pin(r)
+	s.pl.pins.expiring &^= 1 << r
+}
+
+// untracked are variables whose tracked value cannot be set again on another connection:
+// they are fixed values of a moment (timestamp), one-shot values for the next statement,
+// or ids that belong to one connection.
+var untracked = map[string]bool{
+	"timestamp": true, "insert_id": true, "last_insert_id": true, "identity": true,
+	"rand_seed1": true, "rand_seed2": true, "pseudo_thread_id": true, "gtid_seq_no": true,
+	"pseudo_slave_mode": true, "sql_log_bin": true,
+}
+
+// trackState applies the session-state records of a response: variables and schema follow
+// the session; a change the records do not explain pins it.
+func (s *session) trackState(cmd byte, st *statement) {
+	pl := s.pl
+	explained := false
+	changed := false
+	for rest := s.res.StateChanges; len(rest) > 0; {
+		sc, next, ok := protocol.NextStateChange(rest)
+		if !ok {
+			s.pin(pinSessionState)
+			return
+		}
+		rest = next
+		switch sc.Type {
+		case mysql.SESSION_TRACK_SYSTEM_VARIABLES:
+			explained = true
+			name := strings.ToLower(string(sc.Name))
+			switch {
+			case name == "last_gtid":
+				// The commit position of the last write, not a setting.
+			case name == "sql_log_bin":
+				if v := string(sc.Value); v == "OFF" || v == "0" {
+					s.pin(pinSQLLogBin)
+				} else {
+					s.unpin(pinSQLLogBin)
+				}
+			case strings.HasPrefix(name, "session_track_"):
+				s.pin(pinSessionTracking)
+			case untracked[name] || !backend.ValidVarName(sc.Name):
+				s.pin(pinSessionVariable)
+			default:
+				pl.state.SetVar(name, string(sc.Value))
+			}
+		case mysql.SESSION_TRACK_SCHEMA:
+			explained = true
+			pl.state.Schema = string(sc.Value)
+		case mysql.SESSION_TRACK_STATE_CHANGE:
+			changed = bytes.Equal(sc.Value, []byte("1"))
+		}
+	}
+	if len(s.res.StateChanges) == 0 {
+		changed = true // the flag without records: an EOF-ended response
+	}
+	// A SET or USE changes what its records say. Anything else that changes state (a
+	// CALL, a multi-statement, a prepared EXECUTE) may also have set user variables or
+	// made temporary tables behind the records.
+	plainSet := cmd == mysql.COM_INIT_DB || (cmd == mysql.COM_QUERY && st.valid && st.kind == classify.Session &&
+		!st.multi && st.uses&^classify.UsesSessionTracking == 0)
+	if changed && (!explained || !plainSet) && !s.pl.pins.has(pinUserVariable) && !s.pl.pins.has(pinTemporaryTable) && !s.pl.pins.has(pinPreparedSQL) {
+		s.pin(pinSessionState)
+	}
+}
+
+// errLease tells the client that its unit found no backend connection; the command was
+// not sent.
+func errLease(addr string, err error, waited time.Duration, cfg config.Pools) *clientError {
+	switch {
+	case errors.Is(err, backend.ErrWaitTimeout):
+		return &clientError{code: codeLockWaitTimeout, state: stateGeneral, err: err, msg: fmt.Sprintf(
+			"gatekeeper: no backend connection came free in %d ms: all %d connections to %s are in use (pools.max_open, pools.wait_timeout); retry later",
+			waited.Milliseconds(), cfg.MaxOpen, addr)}
+	case errors.Is(err, backend.ErrLoginRefused) || errors.Is(err, backend.ErrNoSecret):
+		return &clientError{code: codeAccessDenied, state: stateAccessDenied, err: err, msg: fmt.Sprintf(
+			"gatekeeper: the backend %s refused the proxy's login as this user (%s); check that the user's password in auth.users_file matches the database's",
+			addr, shortCause(err))}
+	case errors.Is(err, backend.ErrSync):
+		return &clientError{code: codeServerLost, state: stateGeneral, err: err, msg: fmt.Sprintf(
+			"gatekeeper: cannot carry the session's state to a connection to %s (%s); the statement was not run, retry it",
+			addr, shortCause(err))}
+	}
+	return errBackendUnreachable("primary", addr, err)
+}

@@ -1,0 +1,286 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/auth"
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+)
+
+// Error codes of pooled mode's own authentication, as the server sends them.
+const (
+	codeAccessDenied      = 1045 // ER_ACCESS_DENIED_ERROR
+	codeUserConnections   = 1203 // ER_TOO_MANY_USER_CONNECTIONS
+	codeMaxPreparedStmts  = 1461 // ER_MAX_PREPARED_STMT_COUNT_REACHED
+	codeUnknownStmt       = 1243 // ER_UNKNOWN_STMT_HANDLER
+	codeUnknownThread     = 1094 // ER_NO_SUCH_THREAD
+	codeNotOwner          = 1095 // ER_KILL_DENIED_ERROR
+	stateAccessDenied     = "28000"
+	maxPreparedPerSession = 16382 // MySQL's default max_prepared_stmt_count
+)
+
+// errAccessDenied is the server's own refusal of a login, word for word.
+func errAccessDenied(user, host string, withPassword bool) *clientError {
+	using := "NO"
+	if withPassword {
+		using = "YES"
+	}
+	return &clientError{code: codeAccessDenied, state: stateAccessDenied,
+		msg: fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", user, host, using)}
+}
+
+// handshakePooled authenticates the client against the proxy's accounts, as a server
+// would, without any backend connection until the client has proven who it is. Then it
+// leases a connection once, to check that the proxy can log in as the user and that the
+// schema asked for exists, and gives it back.
+func (s *session) handshakePooled() error {
+	cfg := &s.srv.cfg
+	m := s.srv.metrics
+	pooling := s.srv.pooling
+	start := time.Now()
+	deadline := start.Add(cfg.Client.HandshakeTimeout)
+	ctx, cancel := context.WithDeadline(s.ctx, deadline)
+	defer cancel()
+	_ = s.client.SetDeadline(deadline)
+	s.client.SetLimit(handshakeLimit)
+
+	g, err := pooling.primaryGreeting(ctx, cfg.Backends.Primary, cfg.Backends.ConnectTimeout)
+	if err != nil {
+		m.backendDialErrs.WithLabelValues(cfg.Backends.Primary).Inc()
+		ce := errBackendUnreachable("primary", cfg.Backends.Primary, err)
+		sendError(s.client, ce)
+		m.handshakeErrors.WithLabelValues("backend").Inc()
+		s.log.Warn("cannot read the primary's greeting for a client", "backend", cfg.Backends.Primary, "err", err)
+		return err
+	}
+	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.srv.clientTLS != nil)
+	scramble := protocol.NewScramble()
+	s.scramble = scramble
+	hello := &protocol.Hello{
+		ServerVersion: g.ServerVersion, ConnectionID: uint32(s.id), Capabilities: advertised,
+		MariaDBCapabilities: advertisedMariaDB, Charset: g.Charset, Status: mysql.SERVER_STATUS_AUTOCOMMIT,
+		Scramble: scramble, AuthPlugin: protocol.NativePassword,
+	}
+	s.client.ResetSequence()
+	if err := s.client.WritePacket(protocol.AppendGreeting(nil, hello)); err != nil {
+		return s.clientGone(err)
+	}
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return s.clientGone(err)
+	}
+	if protocol.IsSSLRequest(p) {
+		if s.srv.clientTLS == nil {
+			sendError(s.client, errTLSNotOffered())
+			m.handshakeErrors.WithLabelValues("tls").Inc()
+			return errors.New("client asked for TLS, which is not configured")
+		}
+		if err := s.client.UpgradeServer(ctx, s.srv.clientTLS); err != nil {
+			m.handshakeErrors.WithLabelValues("tls").Inc()
+			return err
+		}
+		if p, err = s.client.ReadPacket(); err != nil {
+			return s.clientGone(err)
+		}
+	} else if cfg.TLS.Required {
+		sendError(s.client, errTLSRequired())
+		m.handshakeErrors.WithLabelValues("tls_required").Inc()
+		return errors.New("client did not start TLS, which is required")
+	}
+	resp, err := protocol.ParseHandshakeResponse(p)
+	if err != nil {
+		sendError(s.client, errBadHandshake(err))
+		m.handshakeErrors.WithLabelValues("malformed").Inc()
+		s.log.Warn("bad handshake from client", "err", err)
+		return err
+	}
+	caps := resp.Capabilities & advertised &^ mysql.CLIENT_SSL
+	mariadbCaps := resp.MariaDBCapabilities & advertisedMariaDB
+
+	user, cred, err := s.authenticate(ctx, resp.User, resp.AuthPlugin, scramble, resp.AuthResponse)
+	if err != nil {
+		m.handshakeErrors.WithLabelValues("auth").Inc()
+		return err
+	}
+	leave, ok := pooling.users.Enter(user)
+	if !ok {
+		m.handshakeErrors.WithLabelValues("max_user_connections").Inc()
+		sendError(s.client, &clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
+			"gatekeeper: user '%s' already has %d connections open, its max_connections in auth.users_file; retry later",
+			user.Name, user.MaxConnections)})
+		return errors.New("user at max_connections")
+	}
+
+	s.user, s.schema, s.programName = resp.User, resp.Database, resp.Attribute("program_name")
+	s.autocommit = true
+	s.pl = &pooledState{
+		pooling: pooling,
+		want: backend.Want{Credential: cred, Key: backend.KeyOf(caps, mariadbCaps), Charset: resp.Charset,
+			Schema: resp.Database, Attributes: pooling.attrs},
+		state:      backend.NewState(resp.Database, resp.Charset),
+		clientCaps: caps,
+		stmts:      map[uint32]*clientStmt{},
+		leave:      leave,
+	}
+	s.relay = protocol.Relay{Client: s.client, Capabilities: caps}
+
+	// One lease now: a user the backend refuses, or a schema that does not exist, fails
+	// the login as it would on the server.
+	if _, err := s.acquirePooled(); err != nil {
+		s.pl.leave()
+		s.pl.leave = nil
+		s.sendLeaseError(err, time.Since(start))
+		m.handshakeErrors.WithLabelValues("backend").Inc()
+		return err
+	}
+	s.releasePooled()
+
+	if err := s.client.WritePacket(protocol.AppendOK(nil, 0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0)); err != nil {
+		return s.clientGone(err)
+	}
+	if err := s.client.Flush(); err != nil {
+		return s.clientGone(err)
+	}
+	_ = s.client.SetDeadline(time.Time{})
+	s.client.SetLimit(int(cfg.Client.MaxPacketSize))
+	s.countedIn, s.countedOut = s.client.BytesRead, s.client.BytesWritten
+	return nil
+}
+
+// authenticate checks a client's login (or COM_CHANGE_USER) answer, asking the client to
+// switch methods when the one it used cannot be checked against the account. On failure
+// the client has been told, as the server tells it.
+func (s *session) authenticate(ctx context.Context, name, plugin string, scramble, answer []byte) (*auth.User, auth.Credential, error) {
+	pooling := s.srv.pooling
+	host := s.clientAddr.Unmap().String()
+	u, ok := pooling.users.Lookup(name, s.clientAddr)
+	if !ok && pooling.refresh != nil && pooling.refresh(ctx) {
+		u, ok = pooling.users.Lookup(name, s.clientAddr)
+	}
+	if !ok {
+		pooling.authFails.WithLabelValues("unknown_user").Inc()
+		s.log.Info("login refused: unknown user", "user", name)
+		sendError(s.client, errAccessDenied(name, host, len(answer) > 0))
+		return nil, auth.Credential{}, errAuthRefused
+	}
+	methods := u.Methods()
+	if len(methods) == 0 {
+		pooling.authFails.WithLabelValues("no_secret").Inc()
+		s.log.Warn("login refused: the proxy knows no secret of this account", "user", name, "plugin", u.Plugin)
+		sendError(s.client, errAccessDenied(name, host, len(answer) > 0))
+		return nil, auth.Credential{}, errAuthRefused
+	}
+	if plugin == "" {
+		plugin = protocol.NativePassword
+	}
+	emptyPassword := u.HasPassword && u.Password == ""
+	if !slices.Contains(methods, plugin) || (len(answer) == 0 && !emptyPassword) {
+		// Ask for the best method the account allows, with a fresh challenge: the client
+		// answered with a method the account cannot check, or did not answer at all (a
+		// COM_CHANGE_USER that leaves the method to the server).
+		plugin = methods[0]
+		scramble = protocol.NewScramble()
+		if plugin == protocol.Ed25519 {
+			scramble = make([]byte, 32)
+			_, _ = rand.Read(scramble)
+		}
+		if err := s.client.WritePacket(protocol.AppendAuthSwitch(nil, plugin, scramble)); err != nil {
+			return nil, auth.Credential{}, s.clientGone(err)
+		}
+		if err := s.client.Flush(); err != nil {
+			return nil, auth.Credential{}, s.clientGone(err)
+		}
+		p, err := s.client.ReadPacket()
+		if err != nil {
+			return nil, auth.Credential{}, s.clientGone(err)
+		}
+		answer = p
+	}
+	cred, err := u.Verify(plugin, scramble, answer)
+	if err != nil {
+		pooling.authFails.WithLabelValues("wrong_password").Inc()
+		s.log.Info("login refused", "user", name, "method", plugin, "err", err)
+		sendError(s.client, errAccessDenied(name, host, len(answer) > 0))
+		return nil, auth.Credential{}, errAuthRefused
+	}
+	if plugin == protocol.CachingSHA2 {
+		// The fast path's success, which the server's OK follows.
+		if err := s.client.WritePacket([]byte{mysql.MORE_DATE_HEADER, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
+			return nil, auth.Credential{}, s.clientGone(err)
+		}
+	}
+	if !cred.CanLogin() {
+		pooling.authFails.WithLabelValues("cannot_log_in").Inc()
+		s.log.Warn("login refused: the proxy cannot log in to the backend as this user", "user", name, "method", plugin)
+		sendError(s.client, &clientError{code: codeAccessDenied, state: stateAccessDenied, msg: fmt.Sprintf(
+			"gatekeeper: the proxy can check '%s' but cannot log in to the database as it: its account uses %s and "+
+				"only a hash of its password is known; give its password in auth.users_file or use mode passthrough", name, u.Plugin)})
+		return nil, auth.Credential{}, errAuthRefused
+	}
+	return u, cred, nil
+}
+
+// sendLeaseError tells the client why its unit got no connection.
+func (s *session) sendLeaseError(err error, waited time.Duration) {
+	var se *protocol.ServerError
+	if errors.As(err, &se) && !errors.Is(err, backend.ErrLoginRefused) {
+		// The backend's own refusal (a schema that does not exist): relayed as it is.
+		_ = s.client.WriteError(se.Code, se.State, se.Message)
+		return
+	}
+	s.log.Warn("no backend connection for a unit", "backend", s.srv.cfg.Backends.Primary, "err", err)
+	sendError(s.client, errLease(s.srv.cfg.Backends.Primary, err, waited, s.srv.cfg.Pools))
+}
+
+// changeUserPooled carries out COM_CHANGE_USER in the proxy: the new user is checked
+// against the accounts like a login, and the session starts afresh, as on a server. A
+// refused change ends the connection, as the server ends it.
+func (s *session) changeUserPooled() bool {
+	pl := s.pl
+	cu, err := protocol.ParseChangeUser(s.cmd.Payload, pl.clientCaps)
+	if err != nil {
+		s.protocolError("malformed", err)
+		sendError(s.client, errMalformedPacket(err))
+		return false
+	}
+	s.resetPooled()
+	if pl.leave != nil {
+		pl.leave()
+		pl.leave = nil
+	}
+	answer := cu.AuthResponse
+	user, cred, err := s.authenticate(s.ctx, cu.User, cu.AuthPlugin, s.scramble, answer)
+	if err != nil {
+		return false
+	}
+	leave, ok := pl.pooling.users.Enter(user)
+	if !ok {
+		sendError(s.client, &clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
+			"gatekeeper: user '%s' already has %d connections open, its max_connections in auth.users_file; retry later",
+			user.Name, user.MaxConnections)})
+		return false
+	}
+	pl.leave = leave
+	charset := pl.want.Charset
+	if cu.Charset != 0 {
+		charset = byte(cu.Charset)
+	}
+	s.user, s.schema = cu.User, cu.Database
+	pl.want.Credential, pl.want.Charset, pl.want.Schema = cred, charset, cu.Database
+	pl.state = backend.NewState(cu.Database, charset)
+	start := time.Now()
+	if _, err := s.acquirePooled(); err != nil {
+		s.sendLeaseError(err, time.Since(start))
+		return false
+	}
+	s.releasePooled()
+	return s.writeLocalOK()
+}

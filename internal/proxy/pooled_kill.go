@@ -1,0 +1,114 @@
+package proxy
+
+import (
+	"strconv"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+)
+
+// In pooled mode the connection id a client sees is the proxy's (its session id), while
+// its statements run on backend connections with ids of their own. CONNECTION_ID() and
+// KILL are translated so that they mean what the client means.
+
+// answerConnectionID answers SELECT CONNECTION_ID() with the client's own id.
+func (s *session) answerConnectionID() bool {
+	c := s.client
+	deprecateEOF := s.pl.clientCaps&mysql.CLIENT_DEPRECATE_EOF != 0
+	id := strconv.FormatUint(uint64(uint32(s.id)), 10)
+	var b []byte
+	write := func(p []byte) bool {
+		if err := c.WritePacket(p); err != nil {
+			return false
+		}
+		b = p[:0]
+		return true
+	}
+	ok := write(protocol.AppendLenenc(b, 1)) &&
+		write(protocol.AppendColumn(b, string(s.stmt.connIDName), protocol.TypeLongLong,
+			protocol.FlagNotNull|protocol.FlagUnsigned|protocol.FlagBinary, 10, s.pl.want.Key.MariaDBCapabilities))
+	if ok && !deprecateEOF {
+		ok = write(protocol.AppendEOF(b, 0, s.status()))
+	}
+	ok = ok && write(protocol.AppendLenencString(b, id))
+	if ok {
+		if deprecateEOF {
+			end := protocol.AppendOK(b, 0, 0, s.status(), 0)
+			end[0] = mysql.EOF_HEADER
+			ok = write(end)
+		} else {
+			ok = write(protocol.AppendEOF(b, 0, s.status()))
+		}
+	}
+	return ok && c.Flush() == nil
+}
+
+// killPooled carries out KILL [QUERY] id for the session of that id. A session with a
+// statement running on a backend connection has it killed there, by a KILL of the
+// backend's thread that runs as this client's own statement; KILL CONNECTION also closes
+// the client's connection. A client may kill only its own user's sessions.
+func (s *session) killPooled(id uint64, query bool) bool {
+	target := s.srv.sessionByID(id)
+	switch {
+	case target == nil:
+		sendError(s.client, &clientError{code: codeUnknownThread, state: stateGeneral,
+			msg: "Unknown thread id: " + strconv.FormatUint(id, 10)})
+		return s.client.IOErr() == nil
+	case target == s && query:
+		return s.writeLocalOK()
+	case target == s:
+		sendError(s.client, &clientError{code: 1927, state: "70100", msg: "Connection was killed"})
+		return false
+	case target.user != s.user:
+		sendError(s.client, &clientError{code: codeNotOwner, state: stateGeneral,
+			msg: "You are not owner of thread " + strconv.FormatUint(id, 10)})
+		return s.client.IOErr() == nil
+	}
+	thread, running := target.beginKill()
+	if !query {
+		target.killClient()
+	}
+	if !running {
+		target.endKill()
+		return s.writeLocalOK()
+	}
+	// Run the KILL of the backend thread as this client's statement.
+	text := "KILL QUERY "
+	if !query {
+		text = "KILL CONNECTION "
+	}
+	text += strconv.FormatUint(uint64(thread), 10)
+	s.cmd.Replace(append([]byte{mysql.COM_QUERY}, text...))
+	s.classifyCommand(mysql.COM_QUERY)
+	s.killTarget = target
+	return true
+}
+
+// beginKill marks the session as the target of a KILL and returns the backend thread of
+// its leased connection: until endKill, that connection is discarded rather than given
+// to another session.
+func (s *session) beginKill() (thread uint32, leased bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pl == nil || s.pl.lease == nil {
+		return 0, false
+	}
+	s.killing = true
+	return s.pl.lease.Conn().ThreadID(), true
+}
+
+func (s *session) endKill() {
+	s.mu.Lock()
+	s.killing = false
+	s.mu.Unlock()
+}
+
+// killClient closes the client's connection from another session's KILL.
+func (s *session) killClient() {
+	s.mu.Lock()
+	s.interrupted = "killed by KILL CONNECTION"
+	s.mu.Unlock()
+	s.cancel()
+	_ = s.client.NetConn().Close()
+}
