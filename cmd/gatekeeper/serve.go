@@ -126,7 +126,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		})
 	}
 	rl := &reloader{load: load, cur: cfg, srv: srv, costs: costs, log: log, enabled: cfg.Admission.Enabled}
-	if cfg.Mode == config.ModePooled {
+	if cfg.Mode == config.ModePooled || cfg.Auth.FromBackend {
 		accCtx, stopAccounts := context.WithCancel(context.Background())
 		defer stopAccounts()
 		acc, err := newAccounts(accCtx, cfg, srv.Accounts(nil), log)
@@ -163,6 +163,8 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 			Ready:    ready,
 			Types:    typesSource{table: costs, cfg: cfg.Estimator, typeKey: cfg.Classify.TypeKey},
 			Queue:    queueSource{srv: srv, costs: costs, enabled: rl.admissionEnabled},
+			Sessions: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
+			Backends: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
 			Reload:   rl.reload,
 		})
 		adminSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}

@@ -37,6 +37,16 @@ type Queue interface {
 	Queue() QueueResponse
 }
 
+// Sessions is the source of GET /api/v1/sessions.
+type Sessions interface {
+	Sessions() SessionsResponse
+}
+
+// Backends is the source of GET /api/v1/backends.
+type Backends interface {
+	Backends() BackendsResponse
+}
+
 // Sources are what the handler reports on. Gatherer and Ready are required; without Types
 // or Queue their endpoints answer 404.
 type Sources struct {
@@ -44,6 +54,8 @@ type Sources struct {
 	Ready    Checker
 	Types    Types
 	Queue    Queue
+	Sessions Sessions
+	Backends Backends
 	// Reload re-reads the configuration and applies what can change at runtime; without
 	// it /-/reload answers 404.
 	Reload func() error
@@ -57,6 +69,8 @@ type Sources struct {
 //	GET  /api/v1/types           request types and their estimated costs (TypesResponse)
 //	POST /api/v1/types/reset     forget every estimate
 //	GET  /api/v1/queue           the admission queue (QueueResponse)
+//	GET  /api/v1/sessions        client sessions, their backend and pins (SessionsResponse)
+//	GET  /api/v1/backends        backends and their pools (BackendsResponse)
 //	POST /-/reload               re-read the configuration (as SIGHUP does)
 func Handler(src Sources) http.Handler {
 	mux := http.NewServeMux()
@@ -88,6 +102,16 @@ func Handler(src Sources) http.Handler {
 	if src.Queue != nil {
 		mux.HandleFunc("GET /api/v1/queue", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, src.Queue.Queue())
+		})
+	}
+	if src.Sessions != nil {
+		mux.HandleFunc("GET /api/v1/sessions", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, src.Sessions.Sessions())
+		})
+	}
+	if src.Backends != nil {
+		mux.HandleFunc("GET /api/v1/backends", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, src.Backends.Backends())
 		})
 	}
 	if src.Reload != nil {

@@ -85,3 +85,32 @@ func TestQueueAndReadiness(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "ok\n", body)
 }
+
+type fakeSessions struct{}
+
+func (fakeSessions) Sessions() SessionsResponse {
+	return SessionsResponse{Mode: "pooled", Sessions: []SessionInfo{{ID: 7, User: "app", State: "idle", Pins: []string{"user_variable"}, Credential: "pooled"}}}
+}
+
+func (fakeSessions) Backends() BackendsResponse {
+	return BackendsResponse{Mode: "pooled", Backends: []BackendInfo{{Addr: "db:3306", Role: "primary", Open: 3, MaxOpen: 64}}}
+}
+
+func TestSessionsAndBackendsEndpoints(t *testing.T) {
+	h := Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: CheckFunc(func(context.Context) error { return nil }),
+		Sessions: fakeSessions{}, Backends: fakeSessions{}})
+	code, body := get(t, h, http.MethodGet, "/api/v1/sessions")
+	require.Equal(t, http.StatusOK, code)
+	var s SessionsResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &s))
+	assert.Equal(t, []string{"user_variable"}, s.Sessions[0].Pins)
+	code, body = get(t, h, http.MethodGet, "/api/v1/backends")
+	require.Equal(t, http.StatusOK, code)
+	var b BackendsResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &b))
+	assert.Equal(t, 64, b.Backends[0].MaxOpen)
+
+	h = Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: CheckFunc(func(context.Context) error { return nil })})
+	code, _ = get(t, h, http.MethodGet, "/api/v1/sessions")
+	assert.Equal(t, http.StatusNotFound, code)
+}

@@ -122,3 +122,57 @@ type QueueEntry struct {
 	// Parked: a lengthy unit waiting for room in the reserve's lengthy lane.
 	Parked bool `json:"parked,omitempty"`
 }
+
+// SessionsResponse is the body of GET /api/v1/sessions.
+type SessionsResponse struct {
+	Time time.Time `json:"time"`
+	// Mode is passthrough or pooled.
+	Mode     string        `json:"mode"`
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+// SessionInfo describes one client connection.
+type SessionInfo struct {
+	// ID is the connection id the client knows (CONNECTION_ID() in pooled mode).
+	ID     uint64 `json:"id"`
+	User   string `json:"user"`
+	Client string `json:"client"`
+	Schema string `json:"schema"`
+	// State is idle, running (a unit is open) or idle_in_transaction.
+	State string `json:"state"`
+	// Backend is the address of the backend connection the session holds now, and
+	// BackendThread that connection's id on the server; empty and 0 when it holds none (a
+	// pooled session between units).
+	Backend       string `json:"backend,omitempty"`
+	BackendThread uint32 `json:"backend_thread,omitempty"`
+	// Pins are why a pooled session keeps its backend connection between units.
+	Pins []string `json:"pins,omitempty"`
+	// Credential says whether the proxy can open more connections as the user: pooled,
+	// derived (passthrough with auth.from_backend) or none.
+	Credential string `json:"credential"`
+	// Since is when the client connected.
+	Since time.Time `json:"since"`
+}
+
+// BackendsResponse is the body of GET /api/v1/backends.
+type BackendsResponse struct {
+	Time     time.Time     `json:"time"`
+	Mode     string        `json:"mode"`
+	Backends []BackendInfo `json:"backends"`
+}
+
+// BackendInfo describes one backend and, in pooled mode, its pool.
+type BackendInfo struct {
+	Addr string `json:"addr"`
+	// Role is primary or replica.
+	Role string `json:"role"`
+	// Pooled connections by state, the units waiting for one, and the bound
+	// (pools.max_open); zero in passthrough.
+	Open    int `json:"open"`
+	Idle    int `json:"idle"`
+	Leased  int `json:"leased"`
+	Waiting int `json:"waiting"`
+	MaxOpen int `json:"max_open"`
+	// ClientSessions is the number of client connections this backend serves now.
+	ClientSessions int `json:"client_sessions"`
+}

@@ -169,6 +169,36 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"estimator.window", "between 1s and 1h"},
 		},
 		{
+			name: "pooled without accounts",
+			yaml: "mode: pooled\n",
+			want: []string{"line 1: mode: pooled needs accounts", "auth.users_file, auth.from_backend"},
+		},
+		{
+			name: "unknown mode",
+			yaml: "mode: proxy\n",
+			want: []string{`mode: "proxy" is not one of passthrough, pooled`},
+		},
+		{
+			name: "accounts from the backend without a monitor account",
+			yaml: "auth:\n  from_backend: true\n",
+			want: []string{"line 2: auth.from_backend: needs monitor.user"},
+		},
+		{
+			name: "users file readable by others",
+			yaml: "mode: pooled\nauth:\n  users_file: USERS_0644\n",
+			want: []string{"auth.users_file", "chmod 600"},
+		},
+		{
+			name: "users file with a bad entry",
+			yaml: "mode: pooled\nauth:\n  users_file: USERS_BAD\n",
+			want: []string{"auth.users_file", "users.yaml:4", "password and password_hash"},
+		},
+		{
+			name: "pool bounds",
+			yaml: "pools:\n  max_open: 4\n  max_idle: 8\n  wait_timeout: 0\n",
+			want: []string{"line 3: pools.max_idle: must be between 0 and pools.max_open (4)", "pools.wait_timeout"},
+		},
+		{
 			name: "yaml syntax",
 			yaml: "listen: [\n",
 			want: []string{"yaml"},
@@ -181,7 +211,7 @@ func TestLoadErrors(t *testing.T) {
 			}
 			src := Sources{}
 			if tt.yaml != "" {
-				src.File = writeFile(t, tt.yaml)
+				src.File = writeFile(t, usersFiles(t, tt.yaml))
 			}
 			_, err := Load(src)
 			if err == nil {
@@ -194,6 +224,33 @@ func TestLoadErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// usersFiles replaces USERS_0644 and USERS_BAD in yaml by users files made for the test:
+// one readable by others, one with an entry that has both a password and a hash.
+func usersFiles(t *testing.T, yaml string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, f := range map[string]struct {
+		mode os.FileMode
+		data string
+	}{
+		"USERS_0644": {0o644, "users:\n  - user: app\n    password: x\n"},
+		"USERS_BAD":  {0o600, "users:\n  - user: app\n    password: x\n    password_hash: \"*6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9\"\n"},
+	} {
+		if !strings.Contains(yaml, name) {
+			continue
+		}
+		path := filepath.Join(dir, "users.yaml")
+		if err := os.WriteFile(path, []byte(f.data), f.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, f.mode); err != nil {
+			t.Fatal(err)
+		}
+		yaml = strings.ReplaceAll(yaml, name, path)
+	}
+	return yaml
 }
 
 func TestByteSize(t *testing.T) {

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -74,6 +75,12 @@ type Response struct {
 	Results int
 	// Rows counts the row packets relayed.
 	Rows int
+	// AuthSwitch is set when the server switched authentication methods during an
+	// exchange that ForwardAuth relayed: AuthPlugin and AuthData are its method and
+	// challenge, AuthReply the client's answer. They are copies.
+	AuthSwitch          bool
+	AuthPlugin          string
+	AuthData, AuthReply []byte
 	// LastInsertID is the last non-zero insert id an OK packet reported.
 	LastInsertID uint64
 	// StateChanged tells that a terminal packet had SERVER_SESSION_STATE_CHANGED set;
@@ -412,6 +419,11 @@ func (x *Relay) ForwardAuth(res *Response) error {
 			}
 			return x.Client.Flush()
 		case headerEOF: // switch to another method: the client answers the new challenge
+			plugin, data, err := ParseAuthSwitch(p)
+			if err != nil {
+				return err
+			}
+			res.AuthSwitch, res.AuthPlugin, res.AuthData = true, plugin, bytes.Clone(data)
 		case headerAuthMore:
 			if len(p) == 2 && p[1] == mysql.CACHE_SHA2_FAST_AUTH {
 				continue
@@ -422,6 +434,9 @@ func (x *Relay) ForwardAuth(res *Response) error {
 		reply, err := x.Client.ReadPacket()
 		if err != nil {
 			return err
+		}
+		if res.AuthSwitch && res.AuthReply == nil {
+			res.AuthReply = bytes.Clone(reply)
 		}
 		if err := x.Backend.WritePacket(reply); err != nil {
 			return err

@@ -50,6 +50,7 @@ func (s *session) handshake() error {
 		return errAuthRefused
 	}
 
+	s.backendThread = g.ConnectionID
 	// Greeting, with the capabilities the relay can carry.
 	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.srv.clientTLS != nil)
 	backendOffersTLS := g.Capabilities&mysql.CLIENT_SSL != 0
@@ -131,6 +132,13 @@ func (s *session) handshake() error {
 	}
 
 	s.user, s.schema, s.programName = resp.User, resp.Database, resp.Attribute("program_name")
+	if s.srv.derived != nil {
+		plugin, scramble, answer := resp.AuthPlugin, g.Scramble, resp.AuthResponse
+		if s.res.AuthSwitch {
+			plugin, scramble, answer = s.res.AuthPlugin, s.res.AuthData, s.res.AuthReply
+		}
+		s.deriveCredential(plugin, scramble, answer)
+	}
 	s.autocommit = s.res.Status&mysql.SERVER_STATUS_AUTOCOMMIT != 0
 	s.inTxn = s.res.Status&mysql.SERVER_STATUS_IN_TRANS != 0
 	s.source = &dedicated{conn: backend}
@@ -215,4 +223,28 @@ func (s *session) backendFailed(addr string, err error) error {
 	sendError(s.client, errBackendUnreachable("primary", addr, err))
 	s.log.Warn("backend failed during the handshake", "backend", addr, "err", err)
 	return err
+}
+
+// deriveCredential learns, from a login the backend accepted, what the proxy needs to open
+// more connections as the same user (auth.from_backend): with the account's stored hash,
+// a mysql_native_password answer gives SHA1(password). Logins with other methods cannot
+// be derived; the session keeps only its relayed connection, and the metric counts them.
+func (s *session) deriveCredential(plugin string, scramble, answer []byte) {
+	outcome := "underivable"
+	defer func() { s.srv.derived.WithLabelValues(outcome).Inc() }()
+	if plugin == "" {
+		plugin = protocol.NativePassword
+	}
+	u, ok := s.srv.accounts.Lookup(s.user, s.clientAddr)
+	if !ok {
+		s.log.Debug("no credential for more connections: the account is not among those read from the primary", "user", s.user)
+		return
+	}
+	cred, err := u.Verify(plugin, scramble, answer)
+	if err != nil || !cred.CanLogin() {
+		s.log.Debug("no credential for more connections", "user", s.user, "method", plugin, "err", err)
+		return
+	}
+	s.cred = cred
+	outcome = "derived"
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
@@ -26,10 +25,7 @@ import (
 // the accounts clients log in with, and the primary's greeting, which the proxy's own
 // imitates so that clients see the server they expect.
 type pooling struct {
-	pool  *backend.Pool
-	users *auth.Store
-	// refresh reads the accounts again at once (auth.from_backend); nil otherwise.
-	refresh func(ctx context.Context) bool
+	pool *backend.Pool
 	// greeting is the primary's greeting, read once it answers.
 	greeting atomic.Pointer[protocol.Greeting]
 	probeMu  sync.Mutex
@@ -51,8 +47,7 @@ func newPooling(cfg config.Config, tlsFor func(string, bool) (*tls.Config, error
 		MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
 	}
 	p := &pooling{
-		pool:  backend.NewPool(dialer, pc, m, log),
-		users: auth.NewStore(),
+		pool: backend.NewPool(dialer, pc, m, log),
 		attrs: []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
 	}
 	pins := prometheus.NewCounterVec(prometheus.CounterOpts{

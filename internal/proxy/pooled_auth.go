@@ -110,7 +110,7 @@ func (s *session) handshakePooled() error {
 		m.handshakeErrors.WithLabelValues("auth").Inc()
 		return err
 	}
-	leave, ok := pooling.users.Enter(user)
+	leave, ok := s.srv.accounts.Enter(user)
 	if !ok {
 		m.handshakeErrors.WithLabelValues("max_user_connections").Inc()
 		sendError(s.client, &clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
@@ -120,6 +120,7 @@ func (s *session) handshakePooled() error {
 	}
 
 	s.user, s.schema, s.programName = resp.User, resp.Database, resp.Attribute("program_name")
+	s.cred = cred
 	s.autocommit = true
 	s.pl = &pooledState{
 		pooling: pooling,
@@ -161,9 +162,9 @@ func (s *session) handshakePooled() error {
 func (s *session) authenticate(ctx context.Context, name, plugin string, scramble, answer []byte) (*auth.User, auth.Credential, error) {
 	pooling := s.srv.pooling
 	host := s.clientAddr.Unmap().String()
-	u, ok := pooling.users.Lookup(name, s.clientAddr)
-	if !ok && pooling.refresh != nil && pooling.refresh(ctx) {
-		u, ok = pooling.users.Lookup(name, s.clientAddr)
+	u, ok := s.srv.accounts.Lookup(name, s.clientAddr)
+	if refresh := s.srv.refreshAccounts; !ok && refresh != nil && refresh(ctx) {
+		u, ok = s.srv.accounts.Lookup(name, s.clientAddr)
 	}
 	if !ok {
 		pooling.authFails.WithLabelValues("unknown_user").Inc()
@@ -261,7 +262,7 @@ func (s *session) changeUserPooled() bool {
 	if err != nil {
 		return false
 	}
-	leave, ok := pl.pooling.users.Enter(user)
+	leave, ok := s.srv.accounts.Enter(user)
 	if !ok {
 		sendError(s.client, &clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
 			"gatekeeper: user '%s' already has %d connections open, its max_connections in auth.users_file; retry later",

@@ -49,9 +49,12 @@ func (s *session) localPooled(cmd byte) (handled, keep bool) {
 		}
 	case mysql.COM_RESET_CONNECTION:
 		s.resetPooled()
+		s.publish()
 		return true, s.writeLocalOK()
 	case mysql.COM_CHANGE_USER:
-		return true, s.changeUserPooled()
+		keep := s.changeUserPooled()
+		s.publish()
+		return true, keep
 	case mysql.COM_STMT_PREPARE:
 		if len(pl.stmts) >= maxPreparedPerSession {
 			sendError(s.client, &clientError{code: codeMaxPreparedStmts, state: "42000", msg: fmt.Sprintf(

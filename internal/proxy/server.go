@@ -47,6 +47,12 @@ type Server struct {
 
 	// pooling is pooled mode's part; nil in passthrough.
 	pooling *pooling
+	// accounts are the accounts pooled mode checks clients against, and from which
+	// passthrough derives a client's credential with auth.from_backend; nil otherwise.
+	// refreshAccounts reads them again for a user they do not know, or is nil.
+	accounts        *auth.Store
+	refreshAccounts func(ctx context.Context) bool
+	derived         *prometheus.CounterVec
 
 	nextID atomic.Uint64
 	open   atomic.Int64 // client connections open
@@ -112,18 +118,28 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 	if cfg.Mode == config.ModePooled {
 		s.pooling = newPooling(cfg, s.backendTLS.forBackend, log, reg)
 	}
+	if cfg.Mode == config.ModePooled || cfg.Auth.FromBackend {
+		s.accounts = auth.NewStore()
+	}
+	if cfg.Mode == config.ModePassthrough && cfg.Auth.FromBackend {
+		s.derived = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatekeeper_passthrough_credentials_total",
+			Help: "Passthrough logins by whether the proxy could derive a credential to open more connections as the user (derived, underivable).",
+		}, []string{"outcome"})
+		reg.MustRegister(s.derived)
+	}
 	return s, nil
 }
 
-// Accounts returns the accounts pooled mode checks clients against (nil in passthrough),
-// for the caller to fill and reload. refresh, when not nil, is called for a user the
-// accounts do not know, to read them again at once.
+// Accounts returns the accounts of pooled mode or of auth.from_backend (nil without
+// either), for the caller to fill and reload. refresh, when not nil, is called for a user
+// the accounts do not know, to read them again at once.
 func (s *Server) Accounts(refresh func(ctx context.Context) bool) *auth.Store {
-	if s.pooling == nil {
+	if s.accounts == nil {
 		return nil
 	}
-	s.pooling.refresh = refresh
-	return s.pooling.users
+	s.refreshAccounts = refresh
+	return s.accounts
 }
 
 // sessionByID returns the session whose client knows it by id, or nil.

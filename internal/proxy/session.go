@@ -10,11 +10,13 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
+	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 )
@@ -39,6 +41,9 @@ type session struct {
 	backendAddr string
 	// dedicatedConn is the passthrough backend, closed when the session ends.
 	dedicatedConn *protocol.Conn
+	// cred is what the proxy knows to log in as the client's user: in pooled mode always,
+	// in passthrough when auth.from_backend let it derive one at login.
+	cred auth.Credential
 	// pl is the session's side of pooled mode; nil in passthrough.
 	pl *pooledState
 	// scramble is the challenge of the proxy's greeting (pooled mode), which a
@@ -48,6 +53,12 @@ type session struct {
 	killTarget *session
 	// pinnedGauge says the session counts in the pinned-sessions gauge.
 	pinnedGauge bool
+	// view is what snapshots show of the session; clientText, since and backendThread are
+	// set before the session is listed and do not change.
+	view          atomic.Pointer[sessionView]
+	clientText    string
+	since         time.Time
+	backendThread uint32
 	// backendBroken is set when the backend connection failed or was left in the middle of
 	// an exchange: it must not be reused or sent anything more.
 	backendBroken bool
@@ -126,6 +137,8 @@ func newSession(srv *Server, id uint64, conn net.Conn) *session {
 		cancel:     cancel,
 		client:     protocol.NewConn(conn),
 		clientAddr: addrOf(conn.RemoteAddr()),
+		clientText: conn.RemoteAddr().String(),
+		since:      time.Now(),
 		stmts:      map[uint32]statement{},
 		cls:        classify.New(),
 	}
@@ -142,6 +155,7 @@ func (s *session) run() {
 		return
 	}
 	s.log.Debug("session started", "user", s.user, "schema", s.schema, "backend", s.backendAddr)
+	s.publish()
 	for s.awaitCommand() {
 		if !s.dispatch() {
 			return
@@ -351,6 +365,7 @@ func (s *session) dispatch() bool {
 	} else {
 		s.endUnit()
 	}
+	s.publish()
 	return true
 }
 

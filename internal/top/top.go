@@ -21,6 +21,8 @@ type Frame struct {
 	Types admin.TypesResponse
 	// Queue is nil when the proxy does not serve /api/v1/queue.
 	Queue *admin.QueueResponse
+	// Backends is nil when the proxy does not serve /api/v1/backends.
+	Backends *admin.BackendsResponse
 }
 
 // Client reads the admin API of one proxy.
@@ -51,6 +53,13 @@ func (c *Client) Fetch(ctx context.Context) (*Frame, error) {
 	switch err := c.get(ctx, "/api/v1/queue", &q); {
 	case err == nil:
 		f.Queue = &q
+	case !isNotFound(err):
+		return nil, err
+	}
+	var b admin.BackendsResponse
+	switch err := c.get(ctx, "/api/v1/backends", &b); {
+	case err == nil:
+		f.Backends = &b
 	case !isNotFound(err):
 		return nil, err
 	}
@@ -187,6 +196,12 @@ func (v View) Render(w io.Writer, f *Frame) {
 		if q.ReserveMS > 0 {
 			line("reserve: %.1f ms kept for quick units - lengthy lane %d running, %d waiting for it",
 				q.ReserveMS, q.LengthyLane, q.LengthyParked)
+		}
+	}
+	if bs := f.Backends; bs != nil && bs.Mode == "pooled" {
+		for _, be := range bs.Backends {
+			line("pool %s (%s): %d of %d open - %d leased, %d idle, %d waiting - %d client sessions",
+				be.Addr, be.Role, be.Open, be.MaxOpen, be.Leased, be.Idle, be.Waiting, be.ClientSessions)
 		}
 	}
 	if v.Keys {

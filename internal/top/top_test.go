@@ -77,6 +77,19 @@ func TestRenderQueue(t *testing.T) {
 	assert.Contains(t, lines[len(lines)-1], "no request types yet")
 }
 
+func TestRenderPool(t *testing.T) {
+	f := frame()
+	f.Backends = &admin.BackendsResponse{Mode: "pooled", Backends: []admin.BackendInfo{
+		{Addr: "db1:3306", Role: "primary", Open: 20, Idle: 5, Leased: 15, Waiting: 2, MaxOpen: 64, ClientSessions: 2000},
+	}}
+	lines := render(t, View{Sort: "share"}, f)
+	assert.Equal(t, "pool db1:3306 (primary): 20 of 64 open - 15 leased, 5 idle, 2 waiting - 2000 client sessions", lines[2])
+
+	f.Backends.Mode = "passthrough"
+	lines = render(t, View{Sort: "share"}, f)
+	assert.NotContains(t, strings.Join(lines, "\n"), "pool ")
+}
+
 func TestSorts(t *testing.T) {
 	for _, s := range Sorts {
 		assert.True(t, ValidSort(s))

@@ -1,0 +1,96 @@
+package proxy
+
+import (
+	"slices"
+	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
+)
+
+// SessionSnapshot is what an operator sees of one client session.
+type SessionSnapshot struct {
+	ID                   uint64
+	User, Client, Schema string
+	// State is idle, running or idle_in_transaction.
+	State         string
+	Backend       string
+	BackendThread uint32
+	Pins          []string
+	// Credential is pooled, derived or none.
+	Credential string
+	Since      time.Time
+}
+
+// sessionView is the part of a session's state its goroutine publishes for snapshots
+// whenever it changes (rarely: at login, on a change of schema, user or pins).
+type sessionView struct {
+	user, schema, credential string
+	pins                     uint32
+}
+
+// publish makes the session's current user, schema, credential and pins visible to
+// snapshots. It costs a few comparisons when nothing changed.
+func (s *session) publish() {
+	v := sessionView{user: s.user, schema: s.schema, credential: "none"}
+	switch {
+	case s.pl != nil:
+		v.credential = "pooled"
+		v.pins = s.pl.pins.bits
+	case s.cred.CanLogin():
+		v.credential = "derived"
+	}
+	if old := s.view.Load(); old != nil && *old == v {
+		return
+	}
+	s.view.Store(&v)
+}
+
+// Sessions returns a snapshot of the client sessions that have logged in, by id.
+func (s *Server) Sessions() []SessionSnapshot {
+	s.mu.Lock()
+	list := make([]*session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		list = append(list, sess)
+	}
+	s.mu.Unlock()
+	out := make([]SessionSnapshot, 0, len(list))
+	for _, sess := range list {
+		v := sess.view.Load()
+		if v == nil {
+			continue // still logging in
+		}
+		snap := SessionSnapshot{ID: uint64(uint32(sess.id)), User: v.user, Client: sess.clientText, Schema: v.schema,
+			Pins: (&pins{bits: v.pins}).names(), Credential: v.credential, Since: sess.since}
+		sess.mu.Lock()
+		switch {
+		case sess.idle && sess.idleInTxn:
+			snap.State = "idle_in_transaction"
+		case sess.idle:
+			snap.State = "idle"
+		default:
+			snap.State = "running"
+		}
+		switch {
+		case sess.pl != nil && sess.pl.lease != nil:
+			c := sess.pl.lease.Conn()
+			snap.Backend, snap.BackendThread = c.Addr(), c.ThreadID()
+		case sess.pl == nil:
+			snap.Backend, snap.BackendThread = sess.backendAddr, sess.backendThread
+		}
+		sess.mu.Unlock()
+		out = append(out, snap)
+	}
+	slices.SortFunc(out, func(a, b SessionSnapshot) int { return int(int64(a.ID) - int64(b.ID)) })
+	return out
+}
+
+// Mode returns passthrough or pooled.
+func (s *Server) Mode() string { return s.cfg.Mode }
+
+// Pools returns the pools of pooled mode's connections; none in passthrough.
+func (s *Server) Pools() []*backend.Pool {
+	if s.pooling == nil {
+		return nil
+	}
+	return []*backend.Pool{s.pooling.pool}
+}
