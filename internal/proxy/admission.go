@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -60,8 +61,36 @@ type admissionSettings struct {
 	policerInterval time.Duration
 }
 
+// admitter is admission as sessions see it: the controller, the settings read at each
+// unit, the rate policers, the application sessions admitted before, and the watch that
+// notices a client gone while its unit waits.
+type admitter struct {
+	ctl      *admission.Controller
+	settings atomic.Pointer[admissionSettings]
+	policers atomic.Pointer[admission.Policers]
+	tags     tagSet
+	watch    *clientWatch
+	// threadsRunning feeds the policers the primary's Threads_running.
+	threadsRunning atomic.Pointer[func() (float64, bool)]
+}
+
+func newAdmitter(a config.Admission) (*admitter, error) {
+	adm := &admitter{ctl: admission.New(AdmissionConfig(a), nil)}
+	adm.settings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.Sessions.Key == config.SessionKeyTag,
+		policerInterval: a.PolicerInterval})
+	ps, err := newPolicers(a, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	adm.policers.Store(ps)
+	if adm.watch, err = newClientWatch(); err != nil {
+		return nil, fmt.Errorf("proxy: watching waiting clients: %w", err)
+	}
+	return adm, nil
+}
+
 // Admission returns the admission controller, for the admin API and metrics.
-func (s *Server) Admission() *admission.Controller { return s.adm }
+func (s *Server) Admission() *admission.Controller { return s.adm.ctl }
 
 // ReloadAdmission applies new admission settings; waiting units keep their place. The
 // policers start again from their configured rates.
@@ -70,10 +99,10 @@ func (s *Server) ReloadAdmission(a config.Admission) error {
 	if err != nil {
 		return err
 	}
-	s.policers.Store(ps)
+	s.adm.policers.Store(ps)
 	s.accept.Store(newAcceptPolicer(a.Accept, time.Now()))
-	s.adm.Configure(AdmissionConfig(a))
-	s.admSettings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.Sessions.Key == config.SessionKeyTag,
+	s.adm.ctl.Configure(AdmissionConfig(a))
+	s.adm.settings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.Sessions.Key == config.SessionKeyTag,
 		policerInterval: a.PolicerInterval})
 	return nil
 }
@@ -89,8 +118,8 @@ func (s *Server) tickAdmission(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-t.C:
-			s.adm.Tick(now)
-			if now.Sub(lastAdapt) >= s.admSettings.Load().policerInterval {
+			s.adm.ctl.Tick(now)
+			if now.Sub(lastAdapt) >= s.adm.settings.Load().policerInterval {
 				s.adaptPolicers(now)
 				lastAdapt = now
 			}
@@ -107,7 +136,7 @@ func (s *session) needsAdmission(cmd byte) bool {
 	if s.unit.admitted || (cmd != mysql.COM_QUERY && cmd != mysql.COM_STMT_EXECUTE) {
 		return false
 	}
-	if set := s.srv.admSettings.Load(); !set.enabled {
+	if set := s.adm.settings.Load(); !set.enabled {
 		return false
 	}
 	return s.cmd.Complete() && (!s.stmt.valid || s.stmt.kind != classify.Transaction)
@@ -119,7 +148,7 @@ func (s *session) needsAdmission(cmd byte) bool {
 func (s *session) admit() (admitted, keep bool) {
 	txn := s.inTxn || !s.autocommit
 	key := s.unitKey(txn)
-	m := s.srv.metrics
+	m := s.metrics
 	if rule := s.police(key); rule != "" {
 		m.refusedVec.WithLabelValues("policer").Inc()
 		sendError(s.client, &clientError{code: codeLockWaitTimeout, state: stateGeneral, err: errPoliced{rule},
@@ -127,17 +156,17 @@ func (s *session) admit() (admitted, keep bool) {
 		return false, s.client.IOErr() == nil
 	}
 	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted()}
-	if s.srv.costs != nil {
-		req.Cost, req.Service = s.srv.costs.Expect(estimator.Key(key))
+	if s.rec.costs != nil {
+		req.Cost, req.Service = s.rec.costs.Expect(estimator.Key(key))
 	}
 	start := time.Now()
-	state, err := s.srv.adm.Arrive(&s.ticket, req)
+	state, err := s.adm.ctl.Arrive(&s.ticket, req)
 	if err == nil && state != admission.Admitted {
 		if !s.watched { // a client that hangs up ends its session's context
 			s.watched = true
-			s.watchToken = s.srv.watch.watch(s.client.NetConn(), s.cancel)
+			s.watchToken = s.adm.watch.watch(s.client.NetConn(), s.cancel)
 		}
-		err = s.srv.adm.Wait(s.ctx, &s.ticket)
+		err = s.adm.ctl.Wait(s.ctx, &s.ticket)
 	}
 	waited := time.Since(start)
 	m.admissionWait.Observe(waited.Seconds())
@@ -152,9 +181,9 @@ func (s *session) admit() (admitted, keep bool) {
 	}
 	s.unit.admitted = true
 	s.wasAdmitted = true
-	if s.srv.admSettings.Load().tagKey {
+	if s.adm.settings.Load().tagKey {
 		if id := sessionTag(s.cmd.Text()); id != nil {
-			s.srv.acceptedTags.add(id)
+			s.adm.tags.add(id)
 		}
 	}
 	return true, true
@@ -163,17 +192,17 @@ func (s *session) admit() (admitted, keep bool) {
 // accepted says whether the session has been admitted before: the connection, or under
 // the tag key the application session its statement names.
 func (s *session) accepted() bool {
-	if !s.srv.admSettings.Load().tagKey {
+	if !s.adm.settings.Load().tagKey {
 		return s.wasAdmitted
 	}
 	id := sessionTag(s.cmd.Text())
-	return id != nil && s.srv.acceptedTags.has(id)
+	return id != nil && s.adm.tags.has(id)
 }
 
 // releaseUnit gives back the charge of an admitted unit.
 func (s *session) releaseUnit() {
 	if s.unit.admitted {
-		s.srv.adm.Release(&s.ticket, s.unit.busy)
+		s.adm.ctl.Release(&s.ticket, s.unit.busy)
 		s.unit.admitted = false
 	}
 }
@@ -182,7 +211,7 @@ func (s *session) releaseUnit() {
 // record it under, as far as its first statement tells.
 func (s *session) unitKey(txn bool) uint64 {
 	st := &s.stmt
-	switch s.srv.typeKey {
+	switch s.rec.typeKey {
 	case keyUser, keySchema, keyProgram:
 		key, _ := s.identityKey()
 		return key
@@ -192,7 +221,7 @@ func (s *session) unitKey(txn bool) uint64 {
 		}
 		if st.valid && st.tag != nil {
 			key := classify.Hash(st.tag) ^ saltTag
-			if s.srv.typeKey == keyTagDigest && !txn {
+			if s.rec.typeKey == keyTagDigest && !txn {
 				key = tagDigestKey(key, st.hash)
 			}
 			return key
@@ -205,7 +234,7 @@ func (s *session) unitKey(txn bool) uint64 {
 }
 
 func (s *session) admissionError(err error, waited time.Duration) *clientError {
-	cfg := s.srv.adm.Snapshot()
+	cfg := s.adm.ctl.Snapshot()
 	e := &clientError{code: codeLockWaitTimeout, state: stateGeneral, err: err}
 	switch {
 	case errors.Is(err, admission.ErrTimeout):

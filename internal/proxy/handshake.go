@@ -24,8 +24,8 @@ var errAuthRefused = errors.New("backend refused authentication")
 // does not relay, terminates the client's TLS with its own certificate and, if configured,
 // starts TLS of its own towards the backend.
 func (s *session) handshake() error {
-	cfg := &s.srv.cfg
-	m := s.srv.metrics
+	cfg := s.cfg
+	m := s.metrics
 	start := time.Now()
 	deadline := start.Add(cfg.Client.HandshakeTimeout)
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
@@ -52,7 +52,7 @@ func (s *session) handshake() error {
 
 	s.backendThread = g.ConnectionID
 	// Greeting, with the capabilities the relay can carry.
-	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.srv.clientTLS != nil)
+	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.gate.clientTLS != nil)
 	backendOffersTLS := g.Capabilities&mysql.CLIENT_SSL != 0
 	g.SetCapabilities(advertised, advertisedMariaDB)
 	s.client.ResetSequence()
@@ -65,12 +65,12 @@ func (s *session) handshake() error {
 		return s.clientGone(err)
 	}
 	if protocol.IsSSLRequest(p) {
-		if s.srv.clientTLS == nil {
+		if s.gate.clientTLS == nil {
 			sendError(s.client, errTLSNotOffered())
 			m.handshakeErrors.WithLabelValues("tls").Inc()
 			return errors.New("client asked for TLS, which is not configured")
 		}
-		if err := s.client.UpgradeServer(ctx, s.srv.clientTLS); err != nil {
+		if err := s.client.UpgradeServer(ctx, s.gate.clientTLS); err != nil {
 			m.handshakeErrors.WithLabelValues("tls").Inc()
 			return err
 		}
@@ -93,7 +93,7 @@ func (s *session) handshake() error {
 	// The response goes on to the backend with the capabilities both sides agreed on.
 	caps := resp.Capabilities & advertised &^ mysql.CLIENT_SSL
 	mariadbCaps := resp.MariaDBCapabilities & advertisedMariaDB
-	tlsConfig, err := s.srv.backendTLS.forBackend(addr, backendOffersTLS)
+	tlsConfig, err := s.gate.backendTLS.forBackend(addr, backendOffersTLS)
 	if err != nil {
 		sendError(s.client, errBackendTLS(addr, err))
 		m.handshakeErrors.WithLabelValues("backend_tls").Inc()
@@ -132,7 +132,7 @@ func (s *session) handshake() error {
 	}
 
 	s.user, s.schema, s.programName = resp.User, resp.Database, resp.Attribute("program_name")
-	if s.srv.derived != nil {
+	if s.gate.derived != nil {
 		plugin, scramble, answer := resp.AuthPlugin, g.Scramble, resp.AuthResponse
 		if s.res.AuthSwitch {
 			plugin, scramble, answer = s.res.AuthPlugin, s.res.AuthData, s.res.AuthReply
@@ -153,8 +153,8 @@ func (s *session) handshake() error {
 // backend answers with an error instead of a greeting (too many connections, host
 // blocked), the error is relayed to the client and the greeting is nil.
 func (s *session) connectBackend(ctx context.Context, addr string, deadline time.Time) (*protocol.Conn, *protocol.Greeting, error) {
-	m := s.srv.metrics
-	timeout := s.srv.cfg.Backends.ConnectTimeout
+	m := s.metrics
+	timeout := s.cfg.Backends.ConnectTimeout
 	connectBy := time.Now().Add(timeout)
 	if connectBy.After(deadline) {
 		connectBy = deadline
@@ -210,7 +210,7 @@ func (s *session) clientGone(err error) error {
 		reason = "timeout"
 		s.log.Info("handshake timed out (client.handshake_timeout)", "err", err)
 	}
-	s.srv.metrics.handshakeErrors.WithLabelValues(reason).Inc()
+	s.metrics.handshakeErrors.WithLabelValues(reason).Inc()
 	s.backendBroken = true
 	return err
 }
@@ -218,8 +218,8 @@ func (s *session) clientGone(err error) error {
 // backendFailed reports a backend that failed during the handshake.
 func (s *session) backendFailed(addr string, err error) error {
 	s.backendBroken = true
-	s.srv.metrics.handshakeErrors.WithLabelValues("backend").Inc()
-	s.srv.metrics.backendDialErrs.WithLabelValues(addr).Inc()
+	s.metrics.handshakeErrors.WithLabelValues("backend").Inc()
+	s.metrics.backendDialErrs.WithLabelValues(addr).Inc()
 	sendError(s.client, errBackendUnreachable("primary", addr, err))
 	s.log.Warn("backend failed during the handshake", "backend", addr, "err", err)
 	return err
@@ -231,11 +231,11 @@ func (s *session) backendFailed(addr string, err error) error {
 // be derived; the session keeps only its relayed connection, and the metric counts them.
 func (s *session) deriveCredential(plugin string, scramble, answer []byte) {
 	outcome := "underivable"
-	defer func() { s.srv.derived.WithLabelValues(outcome).Inc() }()
+	defer func() { s.gate.derived.WithLabelValues(outcome).Inc() }()
 	if plugin == "" {
 		plugin = protocol.NativePassword
 	}
-	u, ok := s.srv.accounts.Lookup(s.user, s.clientAddr)
+	u, ok := s.gate.accounts.Lookup(s.user, s.clientAddr)
 	if !ok {
 		s.log.Debug("no credential for more connections: the account is not among those read from the primary", "user", s.user)
 		return

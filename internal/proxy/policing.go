@@ -45,7 +45,7 @@ func newPolicers(a config.Admission, now time.Time) (*admission.Policers, error)
 // police runs the rate policers on the unit about to ask for admission; it returns the
 // name of the policer that refused it, or "".
 func (s *session) police(key uint64) string {
-	ps := s.srv.policers.Load()
+	ps := s.adm.policers.Load()
 	if ps.Len() == 0 {
 		return ""
 	}
@@ -63,18 +63,18 @@ func (s *session) police(key uint64) string {
 
 // adaptPolicers moves the adaptive policers' rates from the current signals.
 func (s *Server) adaptPolicers(now time.Time) {
-	signals := s.adm.Signals()
-	if f := s.threadsRunning.Load(); f != nil {
+	signals := s.adm.ctl.Signals()
+	if f := s.adm.threadsRunning.Load(); f != nil {
 		if v, ok := (*f)(); ok {
 			signals[admission.SignalThreadsRunning] = v
 		}
 	}
-	s.policers.Load().Adapt(signals, now)
+	s.adm.policers.Load().Adapt(signals, now)
 }
 
 // SetThreadsRunning gives the policers the primary's Threads_running: f returns it and
 // whether it is known.
-func (s *Server) SetThreadsRunning(f func() (float64, bool)) { s.threadsRunning.Store(&f) }
+func (s *Server) SetThreadsRunning(f func() (float64, bool)) { s.adm.threadsRunning.Store(&f) }
 
 // acceptPolicer polices new connections at the listener: a bucket for all clients and one
 // per client address, kept for the addresses seen recently.

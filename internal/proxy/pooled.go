@@ -47,7 +47,7 @@ func newPooling(cfg config.Config, tlsFor func(string, bool) (*tls.Config, error
 		MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
 	}
 	p := &pooling{
-		pool: backend.NewPool(dialer, pc, m, log),
+		pool:  backend.NewPool(dialer, pc, m, log),
 		attrs: []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
 	}
 	pins := prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -42,9 +42,9 @@ func errAccessDenied(user, host string, withPassword bool) *clientError {
 // leases a connection once, to check that the proxy can log in as the user and that the
 // schema asked for exists, and gives it back.
 func (s *session) handshakePooled() error {
-	cfg := &s.srv.cfg
-	m := s.srv.metrics
-	pooling := s.srv.pooling
+	cfg := s.cfg
+	m := s.metrics
+	pooling := s.pooling
 	start := time.Now()
 	deadline := start.Add(cfg.Client.HandshakeTimeout)
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
@@ -61,7 +61,7 @@ func (s *session) handshakePooled() error {
 		s.log.Warn("cannot read the primary's greeting for a client", "backend", cfg.Backends.Primary, "err", err)
 		return err
 	}
-	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.srv.clientTLS != nil)
+	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.gate.clientTLS != nil)
 	scramble := protocol.NewScramble()
 	s.scramble = scramble
 	hello := &protocol.Hello{
@@ -78,12 +78,12 @@ func (s *session) handshakePooled() error {
 		return s.clientGone(err)
 	}
 	if protocol.IsSSLRequest(p) {
-		if s.srv.clientTLS == nil {
+		if s.gate.clientTLS == nil {
 			sendError(s.client, errTLSNotOffered())
 			m.handshakeErrors.WithLabelValues("tls").Inc()
 			return errors.New("client asked for TLS, which is not configured")
 		}
-		if err := s.client.UpgradeServer(ctx, s.srv.clientTLS); err != nil {
+		if err := s.client.UpgradeServer(ctx, s.gate.clientTLS); err != nil {
 			m.handshakeErrors.WithLabelValues("tls").Inc()
 			return err
 		}
@@ -110,7 +110,7 @@ func (s *session) handshakePooled() error {
 		m.handshakeErrors.WithLabelValues("auth").Inc()
 		return err
 	}
-	leave, ok := s.srv.accounts.Enter(user)
+	leave, ok := s.gate.accounts.Enter(user)
 	if !ok {
 		m.handshakeErrors.WithLabelValues("max_user_connections").Inc()
 		sendError(s.client, &clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
@@ -160,11 +160,11 @@ func (s *session) handshakePooled() error {
 // switch methods when the one it used cannot be checked against the account. On failure
 // the client has been told, as the server tells it.
 func (s *session) authenticate(ctx context.Context, name, plugin string, scramble, answer []byte) (*auth.User, auth.Credential, error) {
-	pooling := s.srv.pooling
+	pooling := s.pooling
 	host := s.clientAddr.Unmap().String()
-	u, ok := s.srv.accounts.Lookup(name, s.clientAddr)
-	if refresh := s.srv.refreshAccounts; !ok && refresh != nil && refresh(ctx) {
-		u, ok = s.srv.accounts.Lookup(name, s.clientAddr)
+	u, ok := s.gate.accounts.Lookup(name, s.clientAddr)
+	if refresh := s.gate.refresh; !ok && refresh != nil && refresh(ctx) {
+		u, ok = s.gate.accounts.Lookup(name, s.clientAddr)
 	}
 	if !ok {
 		pooling.authFails.WithLabelValues("unknown_user").Inc()
@@ -237,8 +237,8 @@ func (s *session) sendLeaseError(err error, waited time.Duration) {
 		_ = s.client.WriteError(se.Code, se.State, se.Message)
 		return
 	}
-	s.log.Warn("no backend connection for a unit", "backend", s.srv.cfg.Backends.Primary, "err", err)
-	sendError(s.client, errLease(s.srv.cfg.Backends.Primary, err, waited, s.srv.cfg.Pools))
+	s.log.Warn("no backend connection for a unit", "backend", s.cfg.Backends.Primary, "err", err)
+	sendError(s.client, errLease(s.cfg.Backends.Primary, err, waited, s.cfg.Pools))
 }
 
 // changeUserPooled carries out COM_CHANGE_USER in the proxy: the new user is checked
@@ -262,7 +262,7 @@ func (s *session) changeUserPooled() bool {
 	if err != nil {
 		return false
 	}
-	leave, ok := s.srv.accounts.Enter(user)
+	leave, ok := s.gate.accounts.Enter(user)
 	if !ok {
 		sendError(s.client, &clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
 			"gatekeeper: user '%s' already has %d connections open, its max_connections in auth.users_file; retry later",

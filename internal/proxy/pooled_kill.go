@@ -49,7 +49,7 @@ func (s *session) answerConnectionID() bool {
 // backend's thread that runs as this client's own statement; KILL CONNECTION also closes
 // the client's connection. A client may kill only its own user's sessions.
 func (s *session) killPooled(id uint64, query bool) bool {
-	target := s.srv.sessionByID(id)
+	target := s.index.sessionByID(id)
 	switch {
 	case target == nil:
 		sendError(s.client, &clientError{code: codeUnknownThread, state: stateGeneral,

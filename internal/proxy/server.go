@@ -15,44 +15,26 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 )
 
-// Server accepts client connections and runs a session for each.
+// Server accepts client connections and runs a session for each. It owns the listeners and
+// the set of live sessions; each session gets its collaborators from it (collaborators),
+// not the server itself.
 type Server struct {
-	cfg        config.Config
-	log        *slog.Logger
-	metrics    *metrics
-	clientTLS  *tls.Config // nil: TLS is not offered to clients
-	backendTLS *backendTLS
-	// costs learns what each request type costs; nil: nothing is recorded.
-	costs *estimator.Table
-	// share measures what each command costs the backend (estimator.backend_cpus).
-	share   *estimator.Share
-	typeKey typeKey
-	// adm admits units; admSettings say whether it is on and how sessions are keyed.
-	adm          *admission.Controller
-	admSettings  atomic.Pointer[admissionSettings]
-	acceptedTags tagSet
-	// policers are the rate policers on units; accept polices new connections;
-	// threadsRunning feeds the policers the primary's Threads_running.
-	// watch tells units waiting for admission that their client has gone.
-	watch          *clientWatch
-	policers       atomic.Pointer[admission.Policers]
-	accept         atomic.Pointer[acceptPolicer]
-	threadsRunning atomic.Pointer[func() (float64, bool)]
-
-	// pooling is pooled mode's part; nil in passthrough.
+	cfg     config.Config
+	log     *slog.Logger
+	metrics *metrics
+	// adm admits units; rec records what they cost; gate logs clients in; pooling is
+	// pooled mode's part (nil in passthrough).
+	adm     *admitter
+	rec     *recorder
+	gate    *gate
 	pooling *pooling
-	// accounts are the accounts pooled mode checks clients against, and from which
-	// passthrough derives a client's credential with auth.from_backend; nil otherwise.
-	// refreshAccounts reads them again for a user they do not know, or is nil.
-	accounts        *auth.Store
-	refreshAccounts func(ctx context.Context) bool
-	derived         *prometheus.CounterVec
+	// accept polices new connections at the listener.
+	accept atomic.Pointer[acceptPolicer]
 
 	nextID atomic.Uint64
 	open   atomic.Int64 // client connections open
@@ -83,50 +65,42 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 	s := &Server{
 		cfg:        cfg,
 		log:        log,
-		costs:      costs,
-		share:      estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()),
-		typeKey:    key,
 		metrics:    newMetrics(reg),
+		rec:        &recorder{costs: costs, share: estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()), typeKey: key},
+		gate:       &gate{},
 		listeners:  map[net.Listener]struct{}{},
 		sessions:   map[*session]struct{}{},
 		byID:       map[uint32]*session{},
 		stopReaper: make(chan struct{}),
-		adm:        admission.New(AdmissionConfig(cfg.Admission), nil),
 	}
-	s.admSettings.Store(&admissionSettings{enabled: cfg.Admission.Enabled, tagKey: cfg.Admission.Sessions.Key == config.SessionKeyTag,
-		policerInterval: cfg.Admission.PolicerInterval})
-	ps, err := newPolicers(cfg.Admission, time.Now())
-	if err != nil {
+	var err error
+	if s.adm, err = newAdmitter(cfg.Admission); err != nil {
 		return nil, err
 	}
-	s.policers.Store(ps)
 	s.accept.Store(newAcceptPolicer(cfg.Admission.Accept, time.Now()))
-	if s.watch, err = newClientWatch(); err != nil {
-		return nil, fmt.Errorf("proxy: watching waiting clients: %w", err)
-	}
-	s.metrics.registerAdmission(reg, s.adm, s.policers.Load)
+	s.metrics.registerAdmission(reg, s.adm.ctl, s.adm.policers.Load)
 	if cfg.TLS.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
-		s.clientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		s.gate.clientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	if s.backendTLS, err = newBackendTLS(cfg.Backends.TLS); err != nil {
+	if s.gate.backendTLS, err = newBackendTLS(cfg.Backends.TLS); err != nil {
 		return nil, err
 	}
 	if cfg.Mode == config.ModePooled {
-		s.pooling = newPooling(cfg, s.backendTLS.forBackend, log, reg)
+		s.pooling = newPooling(cfg, s.gate.backendTLS.forBackend, log, reg)
 	}
 	if cfg.Mode == config.ModePooled || cfg.Auth.FromBackend {
-		s.accounts = auth.NewStore()
+		s.gate.accounts = auth.NewStore()
 	}
 	if cfg.Mode == config.ModePassthrough && cfg.Auth.FromBackend {
-		s.derived = prometheus.NewCounterVec(prometheus.CounterOpts{
+		s.gate.derived = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatekeeper_passthrough_credentials_total",
 			Help: "Passthrough logins by whether the proxy could derive a credential to open more connections as the user (derived, underivable).",
 		}, []string{"outcome"})
-		reg.MustRegister(s.derived)
+		reg.MustRegister(s.gate.derived)
 	}
 	return s, nil
 }
@@ -135,11 +109,17 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 // either), for the caller to fill and reload. refresh, when not nil, is called for a user
 // the accounts do not know, to read them again at once.
 func (s *Server) Accounts(refresh func(ctx context.Context) bool) *auth.Store {
-	if s.accounts == nil {
+	if s.gate.accounts == nil {
 		return nil
 	}
-	s.refreshAccounts = refresh
-	return s.accounts
+	s.gate.refresh = refresh
+	return s.gate.accounts
+}
+
+// collaborators are what a session works with, handed over by the server that runs it.
+func (s *Server) collaborators() collaborators {
+	return collaborators{cfg: &s.cfg, log: s.log, metrics: s.metrics, adm: s.adm, rec: s.rec,
+		gate: s.gate, pooling: s.pooling, index: s}
 }
 
 // sessionByID returns the session whose client knows it by id, or nil.
@@ -153,7 +133,7 @@ func (s *Server) sessionByID(id uint64) *session {
 }
 
 // SetBackendCPUs changes estimator.backend_cpus while running.
-func (s *Server) SetBackendCPUs(n int) { s.share.SetCPUs(n, time.Now()) }
+func (s *Server) SetBackendCPUs(n int) { s.rec.share.SetCPUs(n, time.Now()) }
 
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("proxy: server closed")
@@ -171,7 +151,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Unlock()
 	defer s.wg.Done()
 	s.startReaper.Do(func() {
-		s.watch.start() // ends in Shutdown, once the sessions have
+		s.adm.watch.start() // ends in Shutdown, once the sessions have
 		s.wg.Add(2)
 		go func() { // ends when Shutdown closes stopReaper
 			defer s.wg.Done()
@@ -237,7 +217,7 @@ func (s *Server) start(conn net.Conn) {
 		}()
 		return
 	}
-	sess := newSession(s, s.nextID.Add(1), conn)
+	sess := newSession(s.collaborators(), s.nextID.Add(1), conn)
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
@@ -303,7 +283,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	s.wg.Wait()
-	s.watch.close()
+	s.adm.watch.close()
 	if s.pooling != nil {
 		s.pooling.pool.Close()
 	}

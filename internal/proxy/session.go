@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -14,17 +15,63 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 )
 
+// collaborators are what a session works with. The server hands them over; a session
+// reaches nothing else of it.
+type collaborators struct {
+	cfg     *config.Config // read only
+	log     *slog.Logger
+	metrics *metrics
+	adm     *admitter
+	rec     *recorder
+	gate    *gate
+	// pooling is pooled mode's pools; nil in passthrough.
+	pooling *pooling
+	// index finds another session by the id its client knows (KILL).
+	index sessionIndex
+}
+
+// sessionIndex finds a live session by the connection id its client knows.
+type sessionIndex interface {
+	sessionByID(id uint64) *session
+}
+
+var _ sessionIndex = (*Server)(nil)
+
+// recorder measures what units cost and records it by request type.
+type recorder struct {
+	// costs learns what each request type costs; nil: nothing is recorded.
+	costs *estimator.Table
+	// share measures what each command costs the backend (estimator.backend_cpus).
+	share   *estimator.Share
+	typeKey typeKey
+}
+
+// gate is what logs clients in: TLS towards clients (nil: not offered) and towards
+// backends, and the accounts of pooled mode and auth.from_backend (nil without either),
+// with refresh to read them again for an unknown user and derived, the count of
+// passthrough credentials derived.
+type gate struct {
+	clientTLS  *tls.Config
+	backendTLS *backendTLS
+	accounts   *auth.Store
+	refresh    func(ctx context.Context) bool
+	derived    *prometheus.CounterVec
+}
+
 // session serves one client connection.
 type session struct {
-	id  uint64
-	srv *Server
+	id uint64
+	collaborators
 	log *slog.Logger
 	// ctx ends when the session is killed, or once a unit of it has waited for admission,
 	// when its client hangs up (clientWatch; watchToken is for forgetting the watch).
@@ -127,27 +174,27 @@ type unit struct {
 	admitted bool
 }
 
-func newSession(srv *Server, id uint64, conn net.Conn) *session {
+func newSession(c collaborators, id uint64, conn net.Conn) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &session{
-		id:         id,
-		srv:        srv,
-		log:        srv.log.With("conn", id, "client", conn.RemoteAddr().String()),
-		ctx:        ctx,
-		cancel:     cancel,
-		client:     protocol.NewConn(conn),
-		clientAddr: addrOf(conn.RemoteAddr()),
-		clientText: conn.RemoteAddr().String(),
-		since:      time.Now(),
-		stmts:      map[uint32]statement{},
-		cls:        classify.New(),
+		id:            id,
+		collaborators: c,
+		log:           c.log.With("conn", id, "client", conn.RemoteAddr().String()),
+		ctx:           ctx,
+		cancel:        cancel,
+		client:        protocol.NewConn(conn),
+		clientAddr:    addrOf(conn.RemoteAddr()),
+		clientText:    conn.RemoteAddr().String(),
+		since:         time.Now(),
+		stmts:         map[uint32]statement{},
+		cls:           classify.New(),
 	}
 }
 
 func (s *session) run() {
 	defer s.close()
 	handshake := s.handshake
-	if s.srv.pooling != nil {
+	if s.pooling != nil {
 		handshake = s.handshakePooled
 	}
 	if err := handshake(); err != nil {
@@ -195,7 +242,7 @@ func (s *session) awaitCommand() bool {
 		s.log.Info("closing connection", "reason", reason)
 	case errors.Is(err, protocol.ErrPacketTooLarge):
 		s.protocolError("packet_too_large", err)
-		sendError(s.client, errPacketTooLarge(int(s.srv.cfg.Client.MaxPacketSize)))
+		sendError(s.client, errPacketTooLarge(int(s.cfg.Client.MaxPacketSize)))
 	case errors.Is(err, protocol.ErrMalformed):
 		s.protocolError("malformed", err)
 		sendError(s.client, errMalformedPacket(err))
@@ -269,7 +316,7 @@ func (s *session) close() {
 		}
 		_ = b.Close()
 	}
-	s.srv.watch.forget(s.watchToken)
+	s.adm.watch.forget(s.watchToken)
 	_ = s.client.Close()
 	s.countBytes()
 	s.cancel()
@@ -278,7 +325,7 @@ func (s *session) close() {
 // dispatch runs one command. It returns false when the session must end.
 func (s *session) dispatch() bool {
 	cmd := s.cmd.Byte()
-	m := s.srv.metrics
+	m := s.metrics
 	m.commands[cmd].Inc()
 	if protocol.ShapeOf(cmd) == protocol.ShapeUnsupported {
 		if !s.cmd.Complete() {
@@ -330,13 +377,13 @@ func (s *session) dispatch() bool {
 	}
 	written := s.client.Written()
 	start := time.Now()
-	clock := s.srv.share.Start(start)
+	clock := s.rec.share.Start(start)
 	err := s.client.ForwardCommand(&s.cmd, s.backend)
 	if err == nil {
 		err = s.relay.ForwardResponse(cmd, &s.res)
 	}
 	end := time.Now()
-	elapsed, work := end.Sub(start), s.srv.share.Stop(end, clock)
+	elapsed, work := end.Sub(start), s.rec.share.Stop(end, clock)
 	s.endKillTarget()
 	if err != nil {
 		s.fail(cmd, err, written)
@@ -399,7 +446,7 @@ func (s *session) beginUnit() error {
 
 // endUnit closes the open unit and gives its backend connection back.
 func (s *session) endUnit() {
-	m := s.srv.metrics
+	m := s.metrics
 	if s.unit.txn {
 		m.transactions.Inc()
 	} else {
@@ -465,11 +512,11 @@ func (s *session) fail(cmd byte, err error, written uint64) {
 	switch {
 	case errors.Is(err, protocol.ErrPacketTooLarge):
 		s.protocolError("packet_too_large", err)
-		sendError(s.client, errPacketTooLarge(int(s.srv.cfg.Client.MaxPacketSize)))
+		sendError(s.client, errPacketTooLarge(int(s.cfg.Client.MaxPacketSize)))
 	case s.client.IOErr() != nil:
 		s.log.Debug("client connection lost during a command", "command", protocol.CommandName(cmd), "err", err)
 	default:
-		s.srv.metrics.backendLost.Inc()
+		s.metrics.backendLost.Inc()
 		s.log.Warn("backend connection lost during a command; closing the client connection",
 			"command", protocol.CommandName(cmd), "backend", s.backendAddr, "err", err)
 		if s.client.Written() == written {
@@ -480,13 +527,13 @@ func (s *session) fail(cmd byte, err error, written uint64) {
 }
 
 func (s *session) protocolError(reason string, err error) {
-	s.srv.metrics.protocolErrors.WithLabelValues(reason).Inc()
+	s.metrics.protocolErrors.WithLabelValues(reason).Inc()
 	s.log.Warn("closing client connection: protocol error", "reason", reason, "err", err)
 }
 
 // countBytes adds the bytes relayed since the last call to the metrics.
 func (s *session) countBytes() {
-	m := s.srv.metrics
+	m := s.metrics
 	if in := s.client.BytesRead; in > s.countedIn {
 		m.clientBytesIn.Add(float64(in - s.countedIn))
 		s.countedIn = in

@@ -88,7 +88,7 @@ func (s *session) classifyCommand(cmd byte) {
 	switch cmd {
 	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE:
 		r := s.cls.Classify(s.cmd.Text())
-		m := s.srv.metrics
+		m := s.metrics
 		m.classified[r.Kind].Inc()
 		if r.Unsure {
 			m.unsure.Inc()
@@ -115,25 +115,25 @@ func (s *session) rememberPrepared(id uint32) {
 // busy: under the digest key it is recorded at once; under every key but the identity ones
 // it may give the unit its type (under the digest key, that of a transaction).
 func (s *session) typeStatement(cmd byte, cost, busy time.Duration) {
-	if s.srv.costs == nil || !s.stmt.valid || cmd == mysql.COM_STMT_PREPARE {
+	if s.rec.costs == nil || !s.stmt.valid || cmd == mysql.COM_STMT_PREPARE {
 		return
 	}
 	st := &s.stmt
-	if s.srv.typeKey == keyDigest {
-		s.srv.costs.RecordBusy(estimator.Key(st.hash), st.digest, cost, busy)
+	if s.rec.typeKey == keyDigest {
+		s.rec.costs.RecordBusy(estimator.Key(st.hash), st.digest, cost, busy)
 	}
 	u := &s.unit.typ
 	first := !u.typed
 	u.typed = true
-	if u.settled || s.srv.typeKey >= keyUser {
+	if u.settled || s.rec.typeKey >= keyUser {
 		return // identity keys need no statement text
 	}
 	switch {
-	case (s.srv.typeKey == keyTag || s.srv.typeKey == keyTagDigest) && st.tag != nil:
+	case (s.rec.typeKey == keyTag || s.rec.typeKey == keyTagDigest) && st.tag != nil:
 		u.settled, u.tagged = true, true
 		u.hash = classify.Hash(st.tag) ^ saltTag
 		u.sample = append(u.sample[:0], st.tag...)
-		if s.srv.typeKey == keyTagDigest {
+		if s.rec.typeKey == keyTagDigest {
 			u.stmtHash, u.tagLen = st.hash, len(st.tag)
 			u.sample = append(append(u.sample, ' '), st.digest...)
 		}
@@ -148,25 +148,25 @@ func (s *session) typeStatement(cmd byte, cost, busy time.Duration) {
 // recordUnit records the cost of the unit that just ended under the unit-wide keys; under
 // the digest key, a transaction's whole cost is recorded as well, for its admission.
 func (s *session) recordUnit() {
-	costs := s.srv.costs
+	costs := s.rec.costs
 	u := &s.unit.typ
 	if costs == nil || !u.typed {
 		return
 	}
 	key, sample := u.hash, u.sample
 	switch {
-	case s.srv.typeKey >= keyUser:
+	case s.rec.typeKey >= keyUser:
 		key, sample = s.identityKey()
 	case s.unit.txn && !u.tagged:
 		s.sampleBuf = append(append(s.sampleBuf[:0], "TRANSACTION "...), u.sample...)
 		key, sample = key^saltTransaction, s.sampleBuf
-	case s.srv.typeKey == keyTagDigest && u.tagged:
+	case s.rec.typeKey == keyTagDigest && u.tagged:
 		if s.unit.txn {
 			sample = sample[:u.tagLen]
 		} else {
 			key = tagDigestKey(key, u.stmtHash)
 		}
-	case s.srv.typeKey == keyDigest:
+	case s.rec.typeKey == keyDigest:
 		return // the statement is recorded already
 	}
 	costs.RecordBusy(estimator.Key(key), sample, s.unit.work, s.unit.busy)
@@ -182,7 +182,7 @@ func tagDigestKey(tag, digest uint64) uint64 {
 // schema, program_name). The sample is in the session's sample buffer.
 func (s *session) identityKey() (uint64, []byte) {
 	var who, name string
-	switch s.srv.typeKey {
+	switch s.rec.typeKey {
 	case keyUser:
 		who, name = "user ", s.user
 	case keySchema:
