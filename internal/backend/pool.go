@@ -401,7 +401,10 @@ func (p *Pool) put(c *Conn) {
 		p.open--
 		p.grantSlotLocked()
 		p.mu.Unlock()
-		if !c.broken {
+		switch {
+		case c.broken:
+			p.metrics.discarded("broken")
+		case !p.closed:
 			p.metrics.discarded("max_lifetime")
 		}
 		_ = c.Close()
