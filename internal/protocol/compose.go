@@ -121,14 +121,21 @@ const (
 	columnFixedPart = 0x0c
 )
 
-// AppendColumn appends a column definition (protocol 4.1) of a computed column name.
-func AppendColumn(b []byte, name string, typ byte, flags uint16, length uint32) []byte {
+// MariaDBExtendedMetadata is MariaDB's capability that adds a field to column definitions.
+const MariaDBExtendedMetadata = relayedMariaDBCapabilities
+
+// AppendColumn appends a column definition (protocol 4.1) of a computed column name, with
+// the extended-metadata field of MariaDB when mariadbCaps has it.
+func AppendColumn(b []byte, name string, typ byte, flags uint16, length uint32, mariadbCaps uint32) []byte {
 	b = AppendLenencString(b, "def")
 	b = AppendLenencString(b, "") // schema
 	b = AppendLenencString(b, "") // table
 	b = AppendLenencString(b, "") // original table
 	b = AppendLenencString(b, name)
 	b = AppendLenencString(b, "") // original name
+	if mariadbCaps&MariaDBExtendedMetadata != 0 {
+		b = AppendLenencString(b, "") // no extended type information
+	}
 	b = append(b, columnFixedPart)
 	charset := uint16(charsetUTF8MB4)
 	if flags&FlagBinary != 0 {

@@ -195,7 +195,7 @@ const columnLength = 1024
 // writeColumns sends column definitions, all VAR_STRING.
 func (c *Conn) writeColumns(names []string) error {
 	for _, name := range names {
-		c.buf = protocol.AppendColumn(c.buf[:0], name, protocol.TypeVarString, 0, columnLength)
+		c.buf = protocol.AppendColumn(c.buf[:0], name, protocol.TypeVarString, 0, columnLength, 0)
 		if err := c.pc.WritePacket(c.buf); err != nil {
 			return err
 		}
