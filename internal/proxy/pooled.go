@@ -429,10 +429,11 @@ func (s *session) trackState(cmd byte, st *statement) {
 		switch sc.Type {
 		case mysql.SESSION_TRACK_SYSTEM_VARIABLES:
 			explained = true
+			if bytes.EqualFold(sc.Name, []byte("last_gtid")) {
+				continue // the commit position of the last write, not a setting
+			}
 			name := strings.ToLower(string(sc.Name))
 			switch {
-			case name == "last_gtid":
-				// The commit position of the last write, not a setting.
 			case name == "sql_log_bin":
 				if v := string(sc.Value); v == "OFF" || v == "0" {
 					s.pin(pinSQLLogBin)
