@@ -8,10 +8,10 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 # Where make run keeps its MariaDB servers between runs.
 RUN_BACKENDS_DIR ?= $(or $(TMPDIR),/tmp)/gatekeeper-backends
 
-.PHONY: help build test run bench-micro bench-quick bench sim lint clean
+.PHONY: help build test run bench-micro bench-quick bench bench-multiplex sim lint clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 build: ## Build bin/gatekeeper
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gatekeeper
@@ -37,6 +37,9 @@ bench-quick: build ## The bookstore scenario, short sweep (under 5 minutes); wri
 bench: build ## The bookstore scenario, each admission mode calibrated, 400 and 800 clients, medians of 3 rounds (about 2 hours), and sysbench through the proxy against the database directly; writes bench/results/
 	bench/bookstore.sh --clients 400,800 --warmup 60s --duration 60s --repeat 3 --out bench/results/bookstore-per-mode
 	bench/sysbench-overhead.sh
+
+bench-multiplex: build ## 2000 clients with 1s think time through gatekeeper pooled and passthrough (about 3 minutes); writes bench/results/multiplex/
+	bench/multiplex.sh
 
 sim: ## The admission simulator: the real controller in front of a model database; writes bench/results/sim/
 	$(GO) run ./bench/cmd/sim -out bench/results/sim

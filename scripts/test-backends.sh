@@ -12,10 +12,12 @@
 # Environment:
 #   GK_BACKENDS_DIR   state directory (default ${TMPDIR:-/tmp}/gatekeeper-backends)
 #   GK_BACKENDS_PORT  primary port (default 13306); the replicas use PORT+1 and PORT+2
+#   GK_BACKENDS_MAX_CONNECTIONS  max_connections of each server (default 2000)
 set -euo pipefail
 
 DIR=${GK_BACKENDS_DIR:-${TMPDIR:-/tmp}/gatekeeper-backends}
 PORT=${GK_BACKENDS_PORT:-13306}
+MAX_CONNECTIONS=${GK_BACKENDS_MAX_CONNECTIONS:-2000}
 NAMES=(primary replica1 replica2)
 USER_NAME=gk USER_PASSWORD=gk DATABASE=gktest
 ED_USER=gk_ed ED_PASSWORD=gked
@@ -141,7 +143,7 @@ start_server() {
 		--no-defaults --datadir="$DIR/$name" --socket="$(sock "$name")" --pid-file="$(pidfile "$name")"
 		--log-error="$DIR/$name.err" --port="$port" --bind-address=127.0.0.1
 		--server-id="$(server_id_of "$name")" --log-bin="$DIR/$name/binlog" --binlog-format=ROW
-		--gtid-strict-mode=1 --log-slave-updates=1 --max-connections=2000 --max-allowed-packet=1G
+		--gtid-strict-mode=1 --log-slave-updates=1 --max-connections="$MAX_CONNECTIONS" --max-allowed-packet=1G
 		--local-infile=1 --skip-name-resolve --performance-schema=OFF
 		--innodb-buffer-pool-size=$pool --innodb-log-file-size=64M
 		--innodb-flush-log-at-trx-commit=2 --sync-binlog=0 --plugin-load-add=auth_ed25519
