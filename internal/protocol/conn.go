@@ -11,6 +11,7 @@ import (
 	"net"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // MaxFramePayload is the largest payload of one frame. A packet whose payload is this long
@@ -59,6 +60,10 @@ type Conn struct {
 	// ioErr is the first error of the connection underneath, kept to tell which side of a
 	// relay failed.
 	ioErr error
+	// CheckIdle's callback, bound once, and what it saw.
+	peekFn  func(fd uintptr) bool
+	peekErr error
+	peekBuf [1]byte
 }
 
 // NewConn wraps c. Sockets get their reads and writes through rawConn.
@@ -399,26 +404,31 @@ func (c *Conn) CheckIdle() error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNotIdle, err)
 	}
-	var peekErr error
-	var buf [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
-		case err != nil:
-			peekErr = err
-		case n == 0:
-			peekErr = io.EOF
-		default:
-			peekErr = errors.New("data arrived unasked")
-		}
-		return true
-	})
-	if err == nil {
-		err = peekErr
+	if c.peekFn == nil {
+		c.peekFn = c.peek
 	}
-	if err != nil {
+	c.peekErr = nil
+	if err := rc.Read(c.peekFn); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotIdle, err)
 	}
+	if c.peekErr != nil {
+		return fmt.Errorf("%w: %w", ErrNotIdle, c.peekErr)
+	}
 	return nil
+}
+
+// peek looks at the socket without waiting and without consuming, for CheckIdle.
+func (c *Conn) peek(fd uintptr) bool {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	switch {
+	case e == syscall.EAGAIN:
+	case e != 0:
+		c.peekErr = e
+	case n == 0:
+		c.peekErr = io.EOF
+	default:
+		c.peekErr = errors.New("data arrived unasked")
+	}
+	return true
 }
