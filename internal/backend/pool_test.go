@@ -339,3 +339,53 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// A unit's lease costs no allocation once the connection is open: a pooled session pays
+// it for every autocommit statement.
+func TestLeaseAllocatesNothing(t *testing.T) {
+	srv := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
+	p := newTestPool(t, srv, PoolConfig{})
+	w := want(user("app", "pw"))
+	s := NewState("", 45)
+	s.SetVar("sql_mode", "ANSI")
+	l, err := p.Acquire(context.Background(), w, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Conn().Sync(context.Background(), w, s, false); err != nil {
+		t.Fatal(err)
+	}
+	w.Prefer = l.Conn()
+	l.Release()
+	allocs := testing.AllocsPerRun(200, func() {
+		l, err := p.Acquire(context.Background(), w, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Matches(l.Conn()) {
+			t.Fatal("the preferred connection lost the session's state")
+		}
+		l.Conn().Adopt(s)
+		l.Release()
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per lease, want 0", allocs)
+	}
+}
+
+func BenchmarkLease(b *testing.B) {
+	srv := mysqltest.NewServer(b, mysqltest.Options{Users: map[string]string{"app": "pw"}})
+	p := NewPool(&Dialer{Addr: srv.Addr}, PoolConfig{}, nil, slog.New(slog.DiscardHandler))
+	defer p.Close()
+	w := want(user("app", "pw"))
+	s := NewState("", 45)
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := p.Acquire(context.Background(), w, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.Prefer = l.Conn()
+		l.Release()
+	}
+}
