@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -87,6 +88,25 @@ type Dialer struct {
 	// TLS returns the TLS configuration for a backend that does or does not offer TLS, or
 	// nil for none; an error when TLS is required but not offered. Nil: no TLS.
 	TLS func(addr string, offered bool) (*tls.Config, error)
+
+	// names caches, by collation id, the names of a login's character set and collation,
+	// read from the server once.
+	names sync.Map
+}
+
+// loginNames returns the character set and collation names of collation id, asking the
+// server over c the first time; nil when it cannot tell.
+func (d *Dialer) loginNames(c *Conn, id byte) *loginNames {
+	if v, ok := d.names.Load(id); ok {
+		return v.(*loginNames)
+	}
+	row, err := c.queryRow("SELECT @@character_set_client, @@collation_connection")
+	if err != nil || len(row) != 2 {
+		return nil
+	}
+	n := &loginNames{charset: row[0], collation: row[1]}
+	d.names.Store(id, n)
+	return n
 }
 
 // Conn is a connection the proxy opened and logged in itself. It belongs to one lease at
@@ -119,6 +139,10 @@ type Conn struct {
 	idx int
 	// lease is the connection's lease while it is lent out.
 	lease Lease
+	// dialer opened the connection; names are its login's character set names, nil when
+	// unknown.
+	dialer *Dialer
+	names  *loginNames
 }
 
 // Packets returns the connection's packet stream, to relay on.
@@ -176,7 +200,7 @@ func (d *Dialer) Dial(ctx context.Context, w *Want) (*Conn, error) {
 	}
 	deadline, _ := dctx.Deadline()
 	_ = nc.SetDeadline(deadline)
-	c := &Conn{pc: protocol.NewConn(nc), addr: d.Addr, key: w.Key, created: time.Now(), idx: -1, vars: emptyVars}
+	c := &Conn{pc: protocol.NewConn(nc), addr: d.Addr, key: w.Key, created: time.Now(), idx: -1, vars: emptyVars, dialer: d}
 	if err := c.login(dctx, d, w); err != nil {
 		c.broken = true
 		_ = c.pc.Close()
@@ -263,6 +287,7 @@ func (c *Conn) login(ctx context.Context, d *Dialer, w *Want) error {
 			c.tracking = true
 		}
 	}
+	c.names = d.loginNames(c, w.Charset)
 	return nil
 }
 
@@ -415,6 +440,87 @@ func (c *Conn) exec(cmds ...[]byte) error {
 		}
 	}
 	return first
+}
+
+// FlushState takes the session-state records the server holds for the next OK, after a
+// result set ended by an EOF, which cannot carry them.
+func (c *Conn) FlushState() error {
+	return c.exec([]byte{mysql.COM_PING})
+}
+
+// Variable reads a session variable of the connection, between units.
+func (c *Conn) Variable(name string) (string, error) {
+	if !ValidVarName([]byte(name)) {
+		return "", fmt.Errorf("invalid variable name %q", name)
+	}
+	row, err := c.queryRow("SELECT @@SESSION." + name)
+	if err != nil {
+		return "", err
+	}
+	if len(row) != 1 {
+		return "", fmt.Errorf("%w: SELECT @@SESSION.%s returned %d columns", protocol.ErrMalformed, name, len(row))
+	}
+	return row[0], nil
+}
+
+// queryRow runs a query that returns one row and returns its values as text (NULL as "").
+func (c *Conn) queryRow(query string) ([]string, error) {
+	c.pendingCloses()
+	c.pc.ResetSequence()
+	if err := c.pc.WritePacket(append([]byte{mysql.COM_QUERY}, query...)); err != nil {
+		c.broken = true
+		return nil, err
+	}
+	if err := c.pc.Flush(); err != nil {
+		c.broken = true
+		return nil, err
+	}
+	p, err := c.pc.ReadPacket()
+	if err != nil {
+		c.broken = true
+		return nil, err
+	}
+	if len(p) > 0 && p[0] == mysql.ERR_HEADER {
+		e, err := protocol.ParseError(p)
+		if err != nil {
+			c.broken = true
+			return nil, err
+		}
+		return nil, e
+	}
+	columns, err := protocol.ParseColumnCount(p)
+	if err != nil {
+		c.broken = true
+		return nil, err
+	}
+	deprecateEOF := c.caps&mysql.CLIENT_DEPRECATE_EOF != 0
+	skip := int(columns)
+	if !deprecateEOF {
+		skip++
+	}
+	for range skip {
+		if _, err := c.pc.ReadPacket(); err != nil {
+			c.broken = true
+			return nil, err
+		}
+	}
+	var row []string
+	for {
+		p, err := c.pc.ReadPacket()
+		if err != nil {
+			c.broken = true
+			return nil, err
+		}
+		if protocol.IsTerminator(p, deprecateEOF) || (len(p) > 0 && p[0] == mysql.ERR_HEADER) {
+			return row, nil
+		}
+		if row == nil {
+			if row, err = protocol.ParseTextRow(p, int(columns)); err != nil {
+				c.broken = true
+				return nil, err
+			}
+		}
+	}
 }
 
 // readResponse reads the whole response to one command, discarding result rows.

@@ -168,8 +168,8 @@ func TestSyncCarriesTheSessionState(t *testing.T) {
 	}
 	l.Release()
 
-	// Session B set only sql_mode, to another value: the connection is reset first,
-	// so B does not inherit A's time_zone.
+	// Session B set only sql_mode, to another value: A's time_zone goes back to the
+	// server's default, so B does not inherit it.
 	b := NewState("shop", 45)
 	b.SetVar("sql_mode", "TRADITIONAL")
 	l, err = p.Acquire(ctx, w, b)
@@ -183,12 +183,11 @@ func TestSyncCarriesTheSessionState(t *testing.T) {
 	if err := l.Conn().Sync(ctx, w, b, false); err != nil {
 		t.Fatal(err)
 	}
-	if v := settings(fc.Vars()); v["sql_mode"] != "TRADITIONAL" || len(v) != 1 {
-		t.Errorf("after B's sync the server has %v, want only sql_mode=TRADITIONAL", v)
+	if v := settings(fc.Vars()); v["sql_mode"] != "TRADITIONAL" || v["time_zone"] != "DEFAULT" {
+		t.Errorf("after B's sync the server has %v, want sql_mode=TRADITIONAL and time_zone=DEFAULT", v)
 	}
-	cmds := fc.Commands()[before:]
-	if len(cmds) == 0 || cmds[0].Byte != mysql.COM_RESET_CONNECTION {
-		t.Errorf("commands = %v, want a COM_RESET_CONNECTION first", cmds)
+	if cmds := fc.Commands()[before:]; len(cmds) != 1 || cmds[0].Text != "SET SESSION time_zone=DEFAULT, sql_mode='TRADITIONAL'" {
+		t.Errorf("commands = %v, want one SET that puts time_zone back and sets sql_mode", cmds)
 	}
 	if !b.Matches(l.Conn()) {
 		t.Error("after Sync the connection does not match B")
@@ -260,21 +259,21 @@ func TestStatementsArePreparedOncePerConnectionAndBounded(t *testing.T) {
 	}
 	defer l.Release()
 	c := l.Conn()
-	st, err := c.Prepare([]byte("SELECT ? + ?"))
+	st, err := c.Prepare([]byte("SELECT ? + ?"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Params != 2 || c.Stmt([]byte("SELECT ? + ?")) != st {
+	if st.Params != 2 || c.Stmt([]byte("SELECT ? + ?"), 0) != st {
 		t.Errorf("statement %+v not kept by text", st)
 	}
-	if _, err := c.Prepare([]byte("SELECT * FROM")); err != nil {
+	if _, err := c.Prepare([]byte("SELECT * FROM"), 0); err != nil {
 		var se *protocol.ServerError
 		if !errors.As(err, &se) {
 			t.Fatalf("a statement the server refuses: %v, want its error", err)
 		}
 	}
 	for i := range MaxStatementsPerConn + 10 {
-		if _, err := c.Prepare(fmt.Appendf(nil, "SELECT %d", i)); err != nil {
+		if _, err := c.Prepare(fmt.Appendf(nil, "SELECT %d", i), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -387,5 +386,91 @@ func BenchmarkLease(b *testing.B) {
 		}
 		w.Prefer = l.Conn()
 		l.Release()
+	}
+}
+
+func TestSetStatement(t *testing.T) {
+	vars := func(kv ...string) *varSet {
+		v := emptyVars
+		for i := 0; i < len(kv); i += 2 {
+			v = v.with(kv[i], kv[i+1])
+		}
+		return v
+	}
+	latin := &loginNames{charset: "utf8mb4", collation: "utf8mb4_general_ci"}
+	for _, tc := range []struct {
+		name       string
+		have, want *varSet
+		names      *loginNames
+		set        string
+		ok         bool
+	}{
+		{"nothing to do", vars("sql_mode", "ANSI"), vars("sql_mode", "ANSI"), nil, "", true},
+		{"a new value", vars(), vars("sql_mode", "ANSI", "time_zone", "+01:00"), nil, "SET SESSION sql_mode='ANSI', time_zone='+01:00'", true},
+		{"numbers bare", vars(), vars("wait_timeout", "100", "long_query_time", "0.5"), nil, "SET SESSION long_query_time=0.5, wait_timeout=100", true},
+		{"back to the default", vars("sql_mode", "ANSI", "time_zone", "+01:00"), vars("sql_mode", "ANSI"), nil, "SET SESSION time_zone=DEFAULT", true},
+		{"quotes escaped", vars(), vars("sql_mode", `a'b\c`), nil, `SET SESSION sql_mode='a\'b\\c'`, true},
+		{"NULL results", vars(), vars("character_set_results", ""), nil, "SET SESSION character_set_results=NULL", true},
+		{"character sets back to the login's", vars("character_set_client", "latin1", "character_set_connection", "latin1"), vars(), latin,
+			"SET NAMES 'utf8mb4' COLLATE 'utf8mb4_general_ci'", true},
+		{"login's names unknown", vars("collation_connection", "latin1_bin"), vars(), nil, "", false},
+		{"names then the session's own", vars("character_set_client", "latin1", "collation_connection", "latin1_bin"), vars("character_set_client", "latin1"), latin,
+			"SET NAMES 'utf8mb4' COLLATE 'utf8mb4_general_ci', character_set_client='latin1'", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, ok := setStatement(tc.have, tc.want, tc.names)
+			if string(set) != tc.set || ok != tc.ok {
+				t.Errorf("got %q, %v; want %q, %v", set, ok, tc.set, tc.ok)
+			}
+		})
+	}
+}
+
+func TestPrepareUnderTheSnapshotOfItsTime(t *testing.T) {
+	srv := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
+	p := newTestPool(t, srv, PoolConfig{})
+	ctx := context.Background()
+	w := want(user("app", "pw"))
+	s := NewState("other", 45)
+	l, err := p.Acquire(ctx, w, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	c := l.Conn()
+	if err := c.Sync(ctx, w, s, false); err != nil {
+		t.Fatal(err)
+	}
+	then := s.Snapshot() // prepared in schema other
+	s.Schema = "shop"
+	s.SetVar("sql_mode", "ANSI")
+	if err := c.Sync(ctx, w, s, false); err != nil {
+		t.Fatal(err)
+	}
+	fc := srv.Conns()[len(srv.Conns())-1]
+	before := len(fc.Commands())
+	st, err := c.PrepareUnder(ctx, w, []byte("SELECT c FROM t"), then, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, cmd := range fc.Commands()[before:] {
+		seen = append(seen, fmt.Sprintf("%d:%s", cmd.Byte, cmd.Text))
+	}
+	want := []string{
+		fmt.Sprintf("%d:SET SESSION sql_mode=DEFAULT", mysql.COM_QUERY),
+		fmt.Sprintf("%d:other", mysql.COM_INIT_DB),
+		fmt.Sprintf("%d:SELECT c FROM t", mysql.COM_STMT_PREPARE),
+		fmt.Sprintf("%d:SET SESSION sql_mode='ANSI'", mysql.COM_QUERY),
+		fmt.Sprintf("%d:shop", mysql.COM_INIT_DB),
+	}
+	if strings.Join(seen, "|") != strings.Join(want, "|") {
+		t.Errorf("commands\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+	if !s.Matches(c) || fc.Schema() != "shop" {
+		t.Error("the connection is not back in the session's state")
+	}
+	if c.Stmt([]byte("SELECT c FROM t"), then.Key()) != st || c.Stmt([]byte("SELECT c FROM t"), s.Snapshot().Key()) != nil {
+		t.Error("the statement is kept under the snapshot it was prepared in, and only under it")
 	}
 }

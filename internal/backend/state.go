@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -107,6 +108,33 @@ func (s *State) Clear() {
 	s.LastInsertID = 0
 }
 
+// Snapshot is the part of a session's state that gives a statement's text its meaning
+// when it is prepared: the schema its unqualified names refer to and the variables (the
+// SQL mode above all) it is parsed under.
+type Snapshot struct {
+	schema string
+	vars   *varSet
+	key    uint64
+}
+
+// Snapshot returns the state as it is now, for a statement prepared now.
+func (s *State) Snapshot() Snapshot {
+	var h maphash.Hash
+	h.SetSeed(varSeed)
+	h.WriteString(s.Schema)
+	h.WriteByte(0)
+	var fp [8]byte
+	binary.LittleEndian.PutUint64(fp[:], s.vars.fp)
+	h.Write(fp[:])
+	return Snapshot{schema: s.Schema, vars: s.vars, key: h.Sum64()}
+}
+
+// Key identifies the snapshot; statements are shared between sessions by text and key.
+func (sn Snapshot) Key() uint64 { return sn.key }
+
+// Of tells whether the snapshot is the state s is in now.
+func (sn Snapshot) Of(s *State) bool { return sn.schema == s.Schema && sn.vars.equal(s.vars) }
+
 // Matches tells whether running on c needs no Sync for the session's variables and schema.
 func (s *State) Matches(c *Conn) bool {
 	return c.schema == s.Schema && c.charset == s.Charset && c.vars.equal(s.vars)
@@ -128,16 +156,19 @@ func (c *Conn) Sync(ctx context.Context, w *Want, s *State, needLastInsertID boo
 		setup = c.caps&mysql.CLIENT_SESSION_TRACK != 0
 	}
 	var cmds [][]byte
-	vars := s.vars
-	if !s.vars.covers(c.vars) {
+	set, ok := setStatement(c.vars, s.vars, c.names)
+	if !ok {
+		// Variables the session never set, whose login value the proxy does not know:
+		// only a reset brings them back.
 		cmds = append(cmds, []byte{mysql.COM_RESET_CONNECTION})
 		c.forgetSession()
 		setup = c.caps&mysql.CLIENT_SESSION_TRACK != 0
+		set, _ = setStatement(c.vars, s.vars, c.names)
 	}
 	if setup {
 		cmds = append(cmds, []byte(trackingSetup))
 	}
-	if set := setStatement(c.vars, vars); set != nil {
+	if set != nil {
 		cmds = append(cmds, set)
 	}
 	if s.Schema != c.schema {
@@ -208,29 +239,70 @@ func (c *Conn) changeUser(ctx context.Context, w *Want, s *State) error {
 	c.forgetSession()
 	c.user, c.charset, c.schema = w.Credential.User, s.Charset, s.Schema
 	c.tracking = false
-	return c.finishAuth(ctx, protocol.NativePassword, c.scramble, w.Credential, secure)
+	if err := c.finishAuth(ctx, protocol.NativePassword, c.scramble, w.Credential, secure); err != nil {
+		return err
+	}
+	c.names = c.dialer.loginNames(c, s.Charset)
+	return nil
 }
 
+// charsetVars are the variables SET NAMES sets, which a connection gets from its login's
+// character set rather than from the server's global values.
+var charsetVars = map[string]bool{
+	"character_set_client": true, "character_set_connection": true, "character_set_results": true,
+	"collation_connection": true,
+}
+
+// loginNames are the character set and collation of a connection's login, which SET NAMES
+// takes to undo a session's own.
+type loginNames struct{ charset, collation string }
+
 // setStatement is the SET that takes a connection from its variables to want's, or nil.
-func setStatement(have, want *varSet) []byte {
+// A variable the connection has and want does not goes back to its value at login: the
+// server's global value (DEFAULT), or, for the character set variables, the login's
+// (names). ok is false when that is needed and names is unknown.
+func setStatement(have, want *varSet, names *loginNames) (set []byte, ok bool) {
 	if have.equal(want) {
-		return nil
+		return nil, true
+	}
+	// SET NAMES takes no scope, and comes first; the rest are session variables, the
+	// scope of a SET without one.
+	namesDone := false
+	for _, v := range have.list {
+		if _, kept := want.get(v.Name); !kept && charsetVars[v.Name] {
+			if names == nil {
+				return nil, false
+			}
+			namesDone = true
+		}
 	}
 	var b []byte
-	for _, v := range want.list {
-		if cur, ok := have.get(v.Name); ok && cur == v.Value {
+	if namesDone {
+		b = append(b, "SET NAMES "...)
+		b = appendValue(b, "", names.charset)
+		b = append(b, " COLLATE "...)
+		b = appendValue(b, "", names.collation)
+	}
+	item := func(b []byte) []byte {
+		if b == nil {
+			return append(b, "SET SESSION "...)
+		}
+		return append(b, ", "...)
+	}
+	for _, v := range have.list {
+		if _, kept := want.get(v.Name); kept || charsetVars[v.Name] {
 			continue
 		}
-		if b == nil {
-			b = append(b, "SET SESSION "...)
-		} else {
-			b = append(b, ", "...)
+		b = append(append(item(b), v.Name...), "=DEFAULT"...)
+	}
+	for _, v := range want.list {
+		if cur, ok := have.get(v.Name); ok && cur == v.Value && !(namesDone && charsetVars[v.Name]) {
+			continue
 		}
-		b = append(b, v.Name...)
-		b = append(b, '=')
+		b = append(append(item(b), v.Name...), '=')
 		b = appendValue(b, v.Name, v.Value)
 	}
-	return b
+	return b, true
 }
 
 // appendValue writes a tracked value as a literal SET accepts for the variable: numbers

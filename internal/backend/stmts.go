@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 
@@ -24,13 +25,20 @@ type Stmt struct {
 	// send its own again. Zero is nobody.
 	Binder uint64
 
-	text       string
+	text string
+	// ctx is the key of the Snapshot the statement was prepared under: the same text
+	// means another statement in another schema or SQL mode.
+	ctx uint64
+	// sameText chains the statements of one text prepared under other snapshots.
+	sameText   *Stmt
 	prev, next *Stmt // in the cache's recency list, most recent first
 }
 
-// stmtCache keeps a connection's prepared statements by text, most recently used first.
+// stmtCache keeps a connection's prepared statements by text and snapshot, most recently
+// used first.
 type stmtCache struct {
 	byText     map[string]*Stmt
+	n          int
 	head, tail *Stmt
 	// closing are the ids of evicted statements, closed before the next command.
 	closing []uint32
@@ -38,7 +46,7 @@ type stmtCache struct {
 
 func (sc *stmtCache) clear() {
 	clear(sc.byText)
-	sc.head, sc.tail, sc.closing = nil, nil, sc.closing[:0]
+	sc.n, sc.head, sc.tail, sc.closing = 0, nil, nil, sc.closing[:0]
 }
 
 func (sc *stmtCache) unlink(st *Stmt) {
@@ -66,9 +74,35 @@ func (sc *stmtCache) pushFront(st *Stmt) {
 	}
 }
 
-// Stmt returns the statement prepared on c for text, or nil.
-func (c *Conn) Stmt(text []byte) *Stmt {
+// remove takes st out of the cache; its id is closed before the next command.
+func (sc *stmtCache) remove(st *Stmt) {
+	sc.unlink(st)
+	first := sc.byText[st.text]
+	if first == st {
+		if st.sameText == nil {
+			delete(sc.byText, st.text)
+		} else {
+			sc.byText[st.text] = st.sameText
+		}
+	} else {
+		for p := first; p != nil; p = p.sameText {
+			if p.sameText == st {
+				p.sameText = st.sameText
+				break
+			}
+		}
+	}
+	st.sameText = nil
+	sc.n--
+}
+
+// Stmt returns the statement prepared on c for text under the snapshot ctx (Snapshot.Key),
+// or nil.
+func (c *Conn) Stmt(text []byte, ctx uint64) *Stmt {
 	st := c.stmts.byText[string(text)]
+	for st != nil && st.ctx != ctx {
+		st = st.sameText
+	}
 	if st != nil && st != c.stmts.head {
 		c.stmts.unlink(st)
 		c.stmts.pushFront(st)
@@ -77,30 +111,31 @@ func (c *Conn) Stmt(text []byte) *Stmt {
 }
 
 // Statements returns how many prepared statements c keeps.
-func (c *Conn) Statements() int { return len(c.stmts.byText) }
+func (c *Conn) Statements() int { return c.stmts.n }
 
-// Remember records a statement the server prepared on c for text (a client's
-// COM_STMT_PREPARE relayed on it). An older statement of the same text, and the least
-// recently used one past MaxStatementsPerConn, are closed before the next command.
-func (c *Conn) Remember(text []byte, id uint32, params, columns uint16) *Stmt {
+// Remember records a statement the server prepared on c for text under the snapshot ctx
+// (a client's COM_STMT_PREPARE relayed on it). An older statement of the same text and
+// snapshot, and the least recently used one past MaxStatementsPerConn, are closed before
+// the next command.
+func (c *Conn) Remember(text []byte, ctx uint64, id uint32, params, columns uint16) *Stmt {
 	sc := &c.stmts
 	if sc.byText == nil {
 		sc.byText = map[string]*Stmt{}
 	}
-	if old := sc.byText[string(text)]; old != nil {
-		sc.unlink(old)
-		delete(sc.byText, old.text)
+	if old := c.Stmt(text, ctx); old != nil {
+		sc.remove(old)
 		if old.ID != id {
 			sc.closing = append(sc.closing, old.ID)
 		}
 	}
-	st := &Stmt{ID: id, Params: params, Columns: columns, text: string(text)}
+	st := &Stmt{ID: id, Params: params, Columns: columns, text: string(text), ctx: ctx}
+	st.sameText = sc.byText[st.text]
 	sc.byText[st.text] = st
+	sc.n++
 	sc.pushFront(st)
-	for len(sc.byText) > MaxStatementsPerConn {
+	for sc.n > MaxStatementsPerConn {
 		lru := sc.tail
-		sc.unlink(lru)
-		delete(sc.byText, lru.text)
+		sc.remove(lru)
 		sc.closing = append(sc.closing, lru.ID)
 	}
 	return st
@@ -123,10 +158,29 @@ func (c *Conn) pendingCloses() {
 // a client's command.
 func (c *Conn) BeforeCommand() { c.pendingCloses() }
 
-// Prepare prepares text on c, reading the server's metadata without relaying it. A server
-// error (a statement that does not parse, a table that is gone) is returned as a
+// PrepareUnder prepares text on c as the client prepared it: under the snapshot of its
+// session state then, which may differ from its state now (another schema, another SQL
+// mode), and leaves c in the session state s. A server error (a statement that does not
+// parse, a table that is gone) is returned as a *protocol.ServerError and leaves c usable.
+func (c *Conn) PrepareUnder(ctx context.Context, w *Want, text []byte, snap Snapshot, s *State) (*Stmt, error) {
+	if snap.Of(s) {
+		return c.Prepare(text, snap.key)
+	}
+	then := &State{Schema: snap.schema, Charset: s.Charset, LastInsertID: c.lastInsertID, vars: snap.vars}
+	if err := c.Sync(ctx, w, then, false); err != nil {
+		return nil, err
+	}
+	st, perr := c.Prepare(text, snap.key)
+	if err := c.Sync(ctx, w, s, false); err != nil {
+		return nil, err
+	}
+	return st, perr
+}
+
+// Prepare prepares text on c, in the state c is in, and keeps it under the snapshot key
+// ctx, reading the server's metadata without relaying it. A server error is returned as a
 // *protocol.ServerError and leaves c usable.
-func (c *Conn) Prepare(text []byte) (*Stmt, error) {
+func (c *Conn) Prepare(text []byte, ctx uint64) (*Stmt, error) {
 	c.pendingCloses()
 	c.pc.ResetSequence()
 	if err := c.pc.WritePacket(append([]byte{mysql.COM_STMT_PREPARE}, text...)); err != nil {
@@ -171,5 +225,5 @@ func (c *Conn) Prepare(text []byte) (*Stmt, error) {
 			}
 		}
 	}
-	return c.Remember(text, id, params, columns), nil
+	return c.Remember(text, ctx, id, params, columns), nil
 }

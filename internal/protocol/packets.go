@@ -219,3 +219,23 @@ func ParseColumnCount(p []byte) (uint64, error) {
 func IsTerminator(p []byte, deprecateEOF bool) bool {
 	return len(p) > 0 && isEOF(p[0], len(p), deprecateEOF)
 }
+
+// ParseTextRow decodes a row of the text protocol with the given number of columns; a
+// NULL is "".
+func ParseTextRow(p []byte, columns int) ([]string, error) {
+	row := make([]string, 0, columns)
+	for range columns {
+		if len(p) > 0 && p[0] == 0xfb {
+			row = append(row, "")
+			p = p[1:]
+			continue
+		}
+		v, n, ok := readLenencString(p)
+		if !ok {
+			return nil, fmt.Errorf("%w: text row", ErrMalformed)
+		}
+		row = append(row, string(v))
+		p = p[n:]
+	}
+	return row, nil
+}

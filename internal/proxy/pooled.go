@@ -191,6 +191,9 @@ type pooledState struct {
 	// cursors and longData count the statements with an open cursor, or with data sent
 	// for their next execution.
 	cursors, longData int
+	// unflushed: the server holds session-state records for the next OK of the leased
+	// connection, which the last response (an EOF-ended result set) could not carry.
+	unflushed bool
 }
 
 // acquirePooled leases a connection for a new unit and brings it to the session's state.
@@ -235,6 +238,14 @@ func (s *session) releasePooled() {
 		return
 	}
 	c := pl.lease.Conn()
+	if pl.unflushed {
+		// Take the records the server still holds, so that they reach no other session;
+		// they describe what the session saw already.
+		pl.unflushed = false
+		if err := c.FlushState(); err != nil {
+			s.backendBroken = true
+		}
+	}
 	c.Adopt(pl.state)
 	s.mu.Lock()
 	lease := pl.lease
@@ -242,6 +253,11 @@ func (s *session) releasePooled() {
 	killing := s.killing
 	s.mu.Unlock()
 	pl.last = c
+	if s.backendBroken {
+		s.backendBroken = false
+		lease.Discard()
+		return
+	}
 	if killing {
 		// A KILL QUERY of this session may still be on its way to the connection: no
 		// other session may get it.
@@ -319,7 +335,7 @@ func (s *session) notePooled(cmd byte) {
 		pl.state.LastInsertID = res.LastInsertID
 	}
 	st := &s.stmt
-	if cmd == mysql.COM_QUERY && st.valid && res.Err == nil {
+	if (cmd == mysql.COM_QUERY || cmd == mysql.COM_STMT_EXECUTE) && st.valid && res.Err == nil {
 		s.pinsOfStatement(st)
 	}
 	if res.StateChanged {
@@ -417,13 +433,48 @@ var untracked = map[string]bool{
 // the session; a change the records do not explain pins it.
 func (s *session) trackState(cmd byte, st *statement) {
 	pl := s.pl
-	explained := false
-	changed := false
-	for rest := s.res.StateChanges; len(rest) > 0; {
-		sc, next, ok := protocol.NextStateChange(rest)
-		if !ok {
+	// Records that describe the statement's own doing, not the session's: SET STATEMENT
+	// var=value FOR ... reports the variable it set for the one statement, and a prepared
+	// statement run in the schema or SQL mode it was prepared in reports the switch. The
+	// server has put the session's own values back already.
+	borrowed := st.valid && bytes.HasPrefix(st.digest, setStatementFor) ||
+		cmd == mysql.COM_STMT_EXECUTE && !st.opaque && st.kind != classify.Session
+	if len(s.res.StateChanges) == 0 {
+		// An EOF-ended result set cannot carry the records: the server sends them with
+		// the next OK, which must not reach another session.
+		pl.unflushed = true
+		if !borrowed && !(cmd == mysql.COM_STMT_EXECUTE && !st.opaque) &&
+			!pl.pins.has(pinUserVariable) && !pl.pins.has(pinTemporaryTable) && !pl.pins.has(pinPreparedSQL) {
 			s.pin(pinSessionState)
-			return
+		}
+		return
+	}
+	if borrowed {
+		return
+	}
+	explained, changed, ok := s.applyRecords(s.res.StateChanges, cmd != mysql.COM_STMT_EXECUTE)
+	if !ok {
+		s.pin(pinSessionState)
+		return
+	}
+	// A change the records explain is the whole change, unless the statement may do more
+	// than the classifier sees (a CALL, several statements): then user variables or
+	// temporary tables may hide behind it.
+	if changed && (!explained || st.opaque) && !pl.pins.has(pinUserVariable) && !pl.pins.has(pinTemporaryTable) && !pl.pins.has(pinPreparedSQL) {
+		s.pin(pinSessionState)
+	}
+}
+
+// applyRecords applies session-state records to the session state; schemas too when
+// withSchema. explained says that a variable or the schema changed, changed that the
+// server flagged a change of state; ok is false for records it cannot read.
+func (s *session) applyRecords(records []byte, withSchema bool) (explained, changed, ok bool) {
+	pl := s.pl
+	charsetSet, collationSet := false, false
+	for rest := records; len(rest) > 0; {
+		sc, next, good := protocol.NextStateChange(rest)
+		if !good {
+			return explained, changed, false
 		}
 		rest = next
 		switch sc.Type {
@@ -446,25 +497,37 @@ func (s *session) trackState(cmd byte, st *statement) {
 				s.pin(pinSessionVariable)
 			default:
 				pl.state.SetVar(name, string(sc.Value))
+				charsetSet = charsetSet || name == "character_set_connection"
+				collationSet = collationSet || name == "collation_connection"
 			}
 		case mysql.SESSION_TRACK_SCHEMA:
-			explained = true
-			pl.state.Schema = string(sc.Value)
+			if withSchema {
+				explained = true
+				pl.state.Schema = string(sc.Value)
+			}
 		case mysql.SESSION_TRACK_STATE_CHANGE:
 			changed = bytes.Equal(sc.Value, []byte("1"))
 		}
 	}
-	if len(s.res.StateChanges) == 0 {
-		changed = true // the flag without records: an EOF-ended response
+	if charsetSet && !collationSet {
+		// SET NAMES cs COLLATE c reports the character sets but not the collation.
+		s.trackCollation()
 	}
-	// A SET or USE changes what its records say. Anything else that changes state (a
-	// CALL, a multi-statement, a prepared EXECUTE) may also have set user variables or
-	// made temporary tables behind the records.
-	plainSet := cmd == mysql.COM_INIT_DB || (cmd == mysql.COM_QUERY && st.valid && st.kind == classify.Session &&
-		!st.multi && st.uses&^classify.UsesSessionTracking == 0)
-	if changed && (!explained || !plainSet) && !s.pl.pins.has(pinUserVariable) && !s.pl.pins.has(pinTemporaryTable) && !s.pl.pins.has(pinPreparedSQL) {
-		s.pin(pinSessionState)
+	return explained, changed, true
+}
+
+// setStatementFor starts the digest of SET STATEMENT ... FOR statement.
+var setStatementFor = []byte("SET STATEMENT ")
+
+// trackCollation reads the connection's collation after the character sets changed, since
+// session tracking does not report it.
+func (s *session) trackCollation() {
+	v, err := s.pl.lease.Conn().Variable("collation_connection")
+	if err != nil {
+		s.pin(pinSessionVariable) // the collation cannot be known: keep the connection
+		return
 	}
+	s.pl.state.SetVar("collation_connection", v)
 }
 
 // errLease tells the client that its unit found no backend connection; the command was

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/binary"
 	"strconv"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -12,11 +13,12 @@ import (
 // its statements run on backend connections with ids of their own. CONNECTION_ID() and
 // KILL are translated so that they mean what the client means.
 
-// answerConnectionID answers SELECT CONNECTION_ID() with the client's own id.
-func (s *session) answerConnectionID() bool {
+// answerConnectionID answers SELECT CONNECTION_ID(), run as text or as a prepared
+// statement (binary), with the client's own id, in a column called name.
+func (s *session) answerConnectionID(name string, binaryRow bool) bool {
 	c := s.client
 	deprecateEOF := s.pl.clientCaps&mysql.CLIENT_DEPRECATE_EOF != 0
-	id := strconv.FormatUint(uint64(uint32(s.id)), 10)
+	id := uint64(uint32(s.id))
 	var b []byte
 	write := func(p []byte) bool {
 		if err := c.WritePacket(p); err != nil {
@@ -26,12 +28,19 @@ func (s *session) answerConnectionID() bool {
 		return true
 	}
 	ok := write(protocol.AppendLenenc(b, 1)) &&
-		write(protocol.AppendColumn(b, string(s.stmt.connIDName), protocol.TypeLongLong,
+		write(protocol.AppendColumn(b, name, protocol.TypeLongLong,
 			protocol.FlagNotNull|protocol.FlagUnsigned|protocol.FlagBinary, 10, s.pl.want.Key.MariaDBCapabilities))
 	if ok && !deprecateEOF {
 		ok = write(protocol.AppendEOF(b, 0, s.status()))
 	}
-	ok = ok && write(protocol.AppendLenencString(b, id))
+	if ok {
+		if binaryRow {
+			// A binary row: its header, a NULL bitmap of one byte, the 8-byte value.
+			ok = write(binary.LittleEndian.AppendUint64(append(b, 0, 0), id))
+		} else {
+			ok = write(protocol.AppendLenencString(b, strconv.FormatUint(id, 10)))
+		}
+	}
 	if ok {
 		if deprecateEOF {
 			end := protocol.AppendOK(b, 0, 0, s.status(), 0)
@@ -56,7 +65,9 @@ func (s *session) killPooled(id uint64, query bool) bool {
 			msg: "Unknown thread id: " + strconv.FormatUint(id, 10)})
 		return s.client.IOErr() == nil
 	case target == s && query:
-		return s.writeLocalOK()
+		// The KILL kills itself, as on the server.
+		sendError(s.client, &clientError{code: 1317, state: "70100", msg: "Query execution was interrupted"})
+		return s.client.IOErr() == nil
 	case target == s:
 		sendError(s.client, &clientError{code: 1927, state: "70100", msg: "Connection was killed"})
 		return false

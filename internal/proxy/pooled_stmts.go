@@ -22,6 +22,13 @@ type clientStmt struct {
 	text            []byte
 	params, columns uint16
 	types           []byte
+	// snap is the session state the client prepared it in, which gives its text its
+	// meaning wherever it is prepared again.
+	snap backend.Snapshot
+	// connIDOnly: the statement is SELECT CONNECTION_ID(), which the proxy answers, with
+	// connIDName as its column's name.
+	connIDOnly bool
+	connIDName string
 	// cursor: an execution opened a cursor that COM_STMT_FETCH reads; longData: data was
 	// sent for its next execution. Both keep the session on its connection.
 	cursor, longData bool
@@ -88,6 +95,9 @@ func (s *session) localPooled(cmd byte) (handled, keep bool) {
 			}
 			return true, s.unknownStmt(id, "mysqld_stmt_"+map[byte]string{mysql.COM_STMT_EXECUTE: "execute", mysql.COM_STMT_FETCH: "fetch"}[cmd])
 		}
+		if cs := pl.stmts[id]; cmd == mysql.COM_STMT_EXECUTE && cs.connIDOnly {
+			return true, s.answerConnectionID(cs.connIDName, true)
+		}
 		if cmd == mysql.COM_STMT_FETCH && (pl.lease == nil || !pl.stmts[id].cursor) {
 			sendError(s.client, &clientError{code: 1421, state: stateGeneral,
 				msg: "The statement (" + strconv.FormatUint(uint64(id), 10) + ") has no open cursor."})
@@ -99,7 +109,7 @@ func (s *session) localPooled(cmd byte) (handled, keep bool) {
 			break
 		}
 		if st.connIDOnly {
-			return true, s.answerConnectionID()
+			return true, s.answerConnectionID(string(st.connIDName), false)
 		}
 		if st.uses&classify.UsesKill != 0 && st.killID > 0 {
 			keep := s.killPooled(st.killID, st.killQuery)
@@ -212,10 +222,10 @@ func (s *session) preparePooled(cmd byte) (ok, keep bool) {
 	id, _ := stmtIDOf(s.cmd.Payload)
 	cs := pl.stmts[id]
 	c := pl.lease.Conn()
-	st := c.Stmt(cs.text)
+	st := c.Stmt(cs.text, cs.snap.Key())
 	if st == nil {
 		var err error
-		if st, err = c.Prepare(cs.text); err != nil {
+		if st, err = c.PrepareUnder(s.ctx, &pl.want, cs.text, cs.snap, pl.state); err != nil {
 			var se *protocol.ServerError
 			if errors.As(err, &se) {
 				// The statement no longer prepares (a table dropped): the client gets the
@@ -274,8 +284,13 @@ func (s *session) notePooledStmt(cmd byte, clientID uint32) {
 			return
 		}
 		text := bytes.Clone(s.cmd.Text())
-		pl.lease.Conn().Remember(text, res.StmtID, res.Params, res.Columns)
-		pl.stmts[pl.nextID] = &clientStmt{text: text, params: res.Params, columns: res.Columns}
+		snap := pl.state.Snapshot()
+		pl.lease.Conn().Remember(text, snap.Key(), res.StmtID, res.Params, res.Columns)
+		cs := &clientStmt{text: text, params: res.Params, columns: res.Columns, snap: snap}
+		if st := &s.stmt; st.valid && st.connIDOnly {
+			cs.connIDOnly, cs.connIDName = true, string(st.connIDName)
+		}
+		pl.stmts[pl.nextID] = cs
 		res.StmtID = pl.nextID // the session's classification is kept under the client's id
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		if cs := pl.stmts[clientID]; cs != nil && !cs.longData {

@@ -54,9 +54,11 @@ type statement struct {
 	digest []byte // of the current command: valid until the next command
 	tag    []byte
 	// uses is what the statement does with connection state; multi that the text holds
-	// several statements.
-	uses  classify.Uses
-	multi bool
+	// several statements; opaque that it may do more than the classifier can see (a
+	// CALL, several statements, a statement it is unsure of).
+	uses   classify.Uses
+	multi  bool
+	opaque bool
 	// A KILL of a thread id, and SELECT CONNECTION_ID() alone, with its column name
 	// (valid until the next command): what pooled mode answers in the proxy.
 	killID     uint64
@@ -94,7 +96,8 @@ func (s *session) classifyCommand(cmd byte) {
 			m.unsure.Inc()
 		}
 		s.stmt = statement{valid: true, hash: r.Hash, kind: r.Kind, digest: r.Digest, tag: r.Tag,
-			uses: r.Uses, multi: r.MultiStatement, killID: r.KillID, killQuery: r.KillQuery,
+			uses: r.Uses, multi: r.MultiStatement, opaque: r.Unsure || r.MultiStatement || r.Kind == classify.Write && r.UnknownTables,
+			killID: r.KillID, killQuery: r.KillQuery,
 			connIDOnly: r.ConnectionIDOnly, connIDName: r.ConnectionIDName}
 	case mysql.COM_STMT_EXECUTE:
 		if p := s.cmd.Payload; len(p) >= 5 {
