@@ -27,26 +27,28 @@ func TestPrimaryUnreachable(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close()
-	p := startProxy(t, func(c *config.Config) {
-		c.Backends.Primary = dead
-		c.Backends.ConnectTimeout = 2 * time.Second
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, func(c *config.Config) {
+			c.Backends.Primary = dead
+			c.Backends.ConnectTimeout = 2 * time.Second
+		}))
+		db := openDB(t, p.Addr, "")
+		start := time.Now()
+		err := db.Ping()
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || !strings.HasPrefix(me.Message, "gatekeeper:") || !strings.Contains(me.Message, dead) {
+			t.Fatalf("err = %v, want a gatekeeper error naming %s", err, dead)
+		}
+		if me.Number != 2003 {
+			t.Errorf("error code %d, want 2003", me.Number)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("took %v, longer than the connect timeout", d)
+		}
+		if v := metricValue(t, p, "gatekeeper_backend_dial_errors_total", map[string]string{"backend": dead}); v < 1 {
+			t.Errorf("dial errors = %v", v)
+		}
 	})
-	db := openDB(t, p.Addr, "")
-	start := time.Now()
-	err = db.Ping()
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || !strings.HasPrefix(me.Message, "gatekeeper:") || !strings.Contains(me.Message, dead) {
-		t.Fatalf("err = %v, want a gatekeeper error naming %s", err, dead)
-	}
-	if me.Number != 2003 {
-		t.Errorf("error code %d, want 2003", me.Number)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v, longer than the connect timeout", d)
-	}
-	if v := metricValue(t, p, "gatekeeper_backend_dial_errors_total", map[string]string{"backend": dead}); v < 1 {
-		t.Errorf("dial errors = %v", v)
-	}
 }
 
 func TestPrimaryTimesOut(t *testing.T) {
@@ -65,20 +67,22 @@ func TestPrimaryTimesOut(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	p := startProxy(t, func(c *config.Config) {
-		c.Backends.Primary = ln.Addr().String()
-		c.Backends.ConnectTimeout = 300 * time.Millisecond
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, func(c *config.Config) {
+			c.Backends.Primary = ln.Addr().String()
+			c.Backends.ConnectTimeout = 300 * time.Millisecond
+		}))
+		db := openDB(t, p.Addr, "timeout=5s")
+		start := time.Now()
+		err := db.Ping()
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || !strings.Contains(me.Message, "timed out") {
+			t.Fatalf("err = %v, want a gatekeeper timeout error", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("took %v with a 300ms connect timeout", d)
+		}
 	})
-	db := openDB(t, p.Addr, "timeout=5s")
-	start := time.Now()
-	err = db.Ping()
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || !strings.Contains(me.Message, "timed out") {
-		t.Fatalf("err = %v, want a gatekeeper timeout error", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v with a 300ms connect timeout", d)
-	}
 }
 
 // cutter relays TCP between the proxy and the backend and can sever every connection.
@@ -128,51 +132,53 @@ func (c *cutter) cut() {
 }
 
 func TestBackendDiesMidResponse(t *testing.T) {
-	cut := newCutter(t, env.Primary)
-	p := startProxy(t, func(c *config.Config) { c.Backends.Primary = cut.addr() })
-	db := openDB(t, p.Addr, "")
-	db.SetMaxOpenConns(1)
-	rows, err := db.Query("SELECT seq, REPEAT('x', 200) FROM seq_1_to_2000000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for rows.Next() {
-		n++
-		if n == 1000 {
-			cut.cut()
+	eachMode(t, func(t *testing.T, mode string) {
+		cut := newCutter(t, env.Primary)
+		p := startProxy(t, inMode(mode, func(c *config.Config) { c.Backends.Primary = cut.addr() }))
+		db := openDB(t, p.Addr, "")
+		db.SetMaxOpenConns(1)
+		rows, err := db.Query("SELECT seq, REPEAT('x', 200) FROM seq_1_to_2000000")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	err = rows.Err()
-	rows.Close()
-	if err == nil {
-		t.Fatalf("read %d rows of 2000000 and the result looked complete", n)
-	}
-	if n >= 2000000 {
-		t.Fatalf("all rows arrived")
-	}
-	waitFor(t, 5*time.Second, "the client connection to close", func() bool { return p.Open() == 0 })
-	if v := metricValue(t, p, "gatekeeper_backend_lost_total", nil); v != 1 {
-		t.Errorf("backend lost = %v, want 1", v)
-	}
+		n := 0
+		for rows.Next() {
+			n++
+			if n == 1000 {
+				cut.cut()
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err == nil {
+			t.Fatalf("read %d rows of 2000000 and the result looked complete", n)
+		}
+		if n >= 2000000 {
+			t.Fatalf("all rows arrived")
+		}
+		waitFor(t, 5*time.Second, "the client connection to close", func() bool { return p.Open() == 0 })
+		if v := metricValue(t, p, "gatekeeper_backend_lost_total", nil); v != 1 {
+			t.Errorf("backend lost = %v, want 1", v)
+		}
 
-	// A backend that dies before answering: the client is told why.
-	db2 := openDB(t, p.Addr, "")
-	db2.SetMaxOpenConns(1)
-	if err := db2.Ping(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { _, err := db2.Exec("DO SLEEP(5)"); done <- err }()
-	waitFor(t, 5*time.Second, "the statement to reach the backend", func() bool {
-		return metricValue(t, p, "gatekeeper_client_commands_total", map[string]string{"command": "query"}) >= 2
+		// A backend that dies before answering: the client is told why.
+		db2 := openDB(t, p.Addr, "")
+		db2.SetMaxOpenConns(1)
+		if err := db2.Ping(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := db2.Exec("DO SLEEP(5)"); done <- err }()
+		waitFor(t, 5*time.Second, "the statement to reach the backend", func() bool {
+			return metricValue(t, p, "gatekeeper_client_commands_total", map[string]string{"command": "query"}) >= 2
+		})
+		cut.cut()
+		err = <-done
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 2013 || !strings.HasPrefix(me.Message, "gatekeeper: lost the connection to backend") {
+			t.Errorf("err = %v, want gatekeeper error 2013", err)
+		}
 	})
-	cut.cut()
-	err = <-done
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != 2013 || !strings.HasPrefix(me.Message, "gatekeeper: lost the connection to backend") {
-		t.Errorf("err = %v, want gatekeeper error 2013", err)
-	}
 }
 
 // rawConnect opens a TCP connection to the proxy and reads its greeting.
@@ -220,29 +226,31 @@ func expectClosed(t *testing.T, c net.Conn, within time.Duration) {
 }
 
 func TestMalformedHandshake(t *testing.T) {
-	p := startProxy(t, nil)
-	c, greeting := rawConnect(t, p.Addr)
-	if greeting[0] != 10 {
-		t.Fatalf("greeting = %q", greeting)
-	}
-	// A handshake response whose user name runs past the end.
-	bad := make([]byte, 40)
-	binary.LittleEndian.PutUint32(bad, mysql_CLIENT_PROTOCOL_41|mysql_CLIENT_SECURE_CONNECTION)
-	for i := 32; i < 40; i++ {
-		bad[i] = 'u'
-	}
-	writeRaw(t, c, 1, bad)
-	p2 := readRaw(t, c)
-	if p2[0] != 0xff || !bytes.Contains(p2, []byte("gatekeeper: bad handshake")) {
-		t.Fatalf("reply = %q, want a gatekeeper bad-handshake error", p2)
-	}
-	expectClosed(t, c, 5*time.Second)
-	waitFor(t, 5*time.Second, "the session to end", func() bool { return p.Open() == 0 })
-	waitFor(t, 5*time.Second, "the session goroutine to end", func() bool { return sessionGoroutines() == 0 })
-	// The proxy still serves.
-	if err := openDB(t, p.Addr, "").Ping(); err != nil {
-		t.Fatal(err)
-	}
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, nil))
+		c, greeting := rawConnect(t, p.Addr)
+		if greeting[0] != 10 {
+			t.Fatalf("greeting = %q", greeting)
+		}
+		// A handshake response whose user name runs past the end.
+		bad := make([]byte, 40)
+		binary.LittleEndian.PutUint32(bad, mysql_CLIENT_PROTOCOL_41|mysql_CLIENT_SECURE_CONNECTION)
+		for i := 32; i < 40; i++ {
+			bad[i] = 'u'
+		}
+		writeRaw(t, c, 1, bad)
+		p2 := readRaw(t, c)
+		if p2[0] != 0xff || !bytes.Contains(p2, []byte("gatekeeper: bad handshake")) {
+			t.Fatalf("reply = %q, want a gatekeeper bad-handshake error", p2)
+		}
+		expectClosed(t, c, 5*time.Second)
+		waitFor(t, 5*time.Second, "the session to end", func() bool { return p.Open() == 0 })
+		waitFor(t, 5*time.Second, "the session goroutine to end", func() bool { return sessionGoroutines() == 0 })
+		// The proxy still serves.
+		if err := openDB(t, p.Addr, "").Ping(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // sessionGoroutines counts the goroutines running proxy sessions in this process.
@@ -265,26 +273,41 @@ const (
 )
 
 func TestOversizedPacket(t *testing.T) {
-	p := startProxy(t, func(c *config.Config) { c.Client.MaxPacketSize = 1 << 20 })
-	db := openDB(t, p.Addr, "interpolateParams=true")
-	db.SetMaxOpenConns(1)
-	if err := db.Ping(); err != nil {
-		t.Fatal(err)
-	}
-	threads := backendThreads(t)
-	_, err := db.Exec("SELECT ?", strings.Repeat("x", 2<<20))
-	if err == nil {
-		t.Fatal("a 2 MiB statement through a 1 MiB limit succeeded")
-	}
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && (me.Number != 1153 || !strings.HasPrefix(me.Message, "gatekeeper:")) {
-		t.Errorf("err = %v, want gatekeeper error 1153", err)
-	}
-	waitFor(t, 5*time.Second, "the session to end", func() bool { return p.Open() == 0 })
-	waitFor(t, 5*time.Second, "the backend connection to close", func() bool { return backendThreads(t) < threads })
-	if v := metricValue(t, p, "gatekeeper_client_protocol_errors_total", map[string]string{"reason": "packet_too_large"}); v != 1 {
-		t.Errorf("protocol errors = %v", v)
-	}
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, func(c *config.Config) { c.Client.MaxPacketSize = 1 << 20 }))
+		db := openDB(t, p.Addr, "interpolateParams=true")
+		db.SetMaxOpenConns(1)
+		if err := db.Ping(); err != nil {
+			t.Fatal(err)
+		}
+		threads := backendThreads(t)
+		_, err := db.Exec("SELECT ?", strings.Repeat("x", 2<<20))
+		if err == nil {
+			t.Fatal("a 2 MiB statement through a 1 MiB limit succeeded")
+		}
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && (me.Number != 1153 || !strings.HasPrefix(me.Message, "gatekeeper:")) {
+			t.Errorf("err = %v, want gatekeeper error 1153", err)
+		}
+		waitFor(t, 5*time.Second, "the session to end", func() bool { return p.Open() == 0 })
+		switch mode {
+		case config.ModePassthrough:
+			// The session's own backend connection ends with it.
+			waitFor(t, 5*time.Second, "the backend connection to close", func() bool { return backendThreads(t) < threads })
+		case config.ModePooled:
+			// The session held no backend connection between commands: the pool's stays
+			// open and idle for the next session.
+			leased := metricValue(t, p, "gatekeeper_backend_connections", map[string]string{"state": "leased"})
+			idle := metricValue(t, p, "gatekeeper_backend_connections", map[string]string{"state": "idle"})
+			if leased != 0 || idle != 1 || backendThreads(t) != threads {
+				t.Errorf("after the session ended: %v leased and %v idle pooled connections, the primary %d connections (%d before); want 0, 1 and the same",
+					leased, idle, backendThreads(t), threads)
+			}
+		}
+		if v := metricValue(t, p, "gatekeeper_client_protocol_errors_total", map[string]string{"reason": "packet_too_large"}); v != 1 {
+			t.Errorf("protocol errors = %v", v)
+		}
+	})
 }
 
 // backendThreads returns how many connections the primary has open, seen directly.
@@ -304,105 +327,115 @@ func backendThreads(t *testing.T) int {
 }
 
 func TestHandshakeTimeout(t *testing.T) {
-	p := startProxy(t, func(c *config.Config) { c.Client.HandshakeTimeout = 300 * time.Millisecond })
-	c, _ := rawConnect(t, p.Addr)
-	start := time.Now()
-	expectClosed(t, c, 5*time.Second)
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("a silent client held its connection for %v with a 300ms handshake timeout", d)
-	}
-	waitFor(t, 5*time.Second, "the session to end", func() bool { return p.Open() == 0 })
-	if v := metricValue(t, p, "gatekeeper_client_handshake_failures_total", map[string]string{"reason": "timeout"}); v != 1 {
-		t.Errorf("handshake timeouts = %v, want 1", v)
-	}
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, func(c *config.Config) { c.Client.HandshakeTimeout = 300 * time.Millisecond }))
+		c, _ := rawConnect(t, p.Addr)
+		start := time.Now()
+		expectClosed(t, c, 5*time.Second)
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("a silent client held its connection for %v with a 300ms handshake timeout", d)
+		}
+		waitFor(t, 5*time.Second, "the session to end", func() bool { return p.Open() == 0 })
+		if v := metricValue(t, p, "gatekeeper_client_handshake_failures_total", map[string]string{"reason": "timeout"}); v != 1 {
+			t.Errorf("handshake timeouts = %v, want 1", v)
+		}
+	})
 }
 
 func TestIdleTimeout(t *testing.T) {
-	p := startProxy(t, func(c *config.Config) { c.Client.IdleTimeout = 500 * time.Millisecond })
-	c := connect(t, p.Addr)
-	if err := c.Ping(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Second, "the idle connection to be closed", func() bool { return p.Open() == 0 })
-	if err := c.Ping(); err == nil {
-		t.Error("ping on a connection closed for idleness succeeded")
-	}
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, func(c *config.Config) { c.Client.IdleTimeout = 500 * time.Millisecond }))
+		c := connect(t, p.Addr)
+		if err := c.Ping(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "the idle connection to be closed", func() bool { return p.Open() == 0 })
+		if err := c.Ping(); err == nil {
+			t.Error("ping on a connection closed for idleness succeeded")
+		}
+	})
 }
 
 func TestMaxConnections(t *testing.T) {
-	p := startProxy(t, func(c *config.Config) { c.Client.MaxConnections = 2 })
-	a, b := connect(t, p.Addr), connect(t, p.Addr)
-	defer a.Close()
-	defer b.Close()
-	db := openDB(t, p.Addr, "")
-	err := db.Ping()
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != 1040 || !strings.Contains(me.Message, "client.max_connections") {
-		t.Fatalf("third connection: err = %v, want gatekeeper error 1040", err)
-	}
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, func(c *config.Config) { c.Client.MaxConnections = 2 }))
+		a, b := connect(t, p.Addr), connect(t, p.Addr)
+		defer a.Close()
+		defer b.Close()
+		db := openDB(t, p.Addr, "")
+		err := db.Ping()
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1040 || !strings.Contains(me.Message, "client.max_connections") {
+			t.Fatalf("third connection: err = %v, want gatekeeper error 1040", err)
+		}
+	})
 }
 
 func TestGracefulShutdown(t *testing.T) {
-	p := startProxy(t, func(c *config.Config) { c.Shutdown.DrainTimeout = 5 * time.Second })
-	table := tableName(t)
-	setup := openDB(t, env.Primary, "")
-	mustExec(t, setup, "DROP TABLE IF EXISTS "+table)
-	mustExec(t, setup, "CREATE TABLE "+table+" (id INT PRIMARY KEY)")
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, func(c *config.Config) { c.Shutdown.DrainTimeout = 5 * time.Second }))
+		table := tableName(t)
+		setup := openDB(t, env.Primary, "")
+		mustExec(t, setup, "DROP TABLE IF EXISTS "+table)
+		mustExec(t, setup, "CREATE TABLE "+table+" (id INT PRIMARY KEY)")
 
-	inTx := connect(t, p.Addr)
-	idle := connect(t, p.Addr)
-	if _, err := inTx.Execute("BEGIN"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := inTx.Execute("INSERT INTO " + table + " VALUES (1)"); err != nil {
-		t.Fatal(err)
-	}
-	if err := idle.Ping(); err != nil {
-		t.Fatal(err)
-	}
+		inTx := connect(t, p.Addr)
+		idle := connect(t, p.Addr)
+		if _, err := inTx.Execute("BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inTx.Execute("INSERT INTO " + table + " VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+		if err := idle.Ping(); err != nil {
+			t.Fatal(err)
+		}
 
-	shut := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		shut <- p.Shutdown(ctx)
-	}()
-	waitFor(t, 5*time.Second, "the idle connection to close", func() bool { return p.Open() == 1 })
-	if _, err := net.DialTimeout("tcp", p.Addr, time.Second); err == nil {
-		t.Error("the proxy still accepts connections while draining")
-	}
-	// The transaction finishes and commits.
-	if _, err := inTx.Execute("INSERT INTO " + table + " VALUES (2)"); err != nil {
-		t.Fatalf("statement in an open transaction during the drain: %v", err)
-	}
-	if _, err := inTx.Execute("COMMIT"); err != nil {
-		t.Fatalf("commit during the drain: %v", err)
-	}
-	if err := <-shut; err != nil {
-		t.Fatalf("shutdown: %v", err)
-	}
-	var n int
-	if err := setup.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil || n != 2 {
-		t.Fatalf("rows committed = %d, %v; want 2", n, err)
-	}
+		shut := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			shut <- p.Shutdown(ctx)
+		}()
+		waitFor(t, 5*time.Second, "the idle connection to close", func() bool { return p.Open() == 1 })
+		if _, err := net.DialTimeout("tcp", p.Addr, time.Second); err == nil {
+			t.Error("the proxy still accepts connections while draining")
+		}
+		// The transaction finishes and commits.
+		if _, err := inTx.Execute("INSERT INTO " + table + " VALUES (2)"); err != nil {
+			t.Fatalf("statement in an open transaction during the drain: %v", err)
+		}
+		if _, err := inTx.Execute("COMMIT"); err != nil {
+			t.Fatalf("commit during the drain: %v", err)
+		}
+		if err := <-shut; err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+		var n int
+		if err := setup.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("rows committed = %d, %v; want 2", n, err)
+		}
+	})
 }
 
 func TestDrainTimeoutClosesOpenTransactions(t *testing.T) {
-	p := startProxy(t, nil)
-	c := connect(t, p.Addr)
-	if _, err := c.Execute("BEGIN"); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	if err := p.Shutdown(ctx); err == nil {
-		t.Error("shutdown reported a complete drain with a transaction left open")
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("shutdown took %v with a 300ms drain timeout", d)
-	}
-	if p.Open() != 0 {
-		t.Errorf("%d connections open after the drain timeout", p.Open())
-	}
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, nil))
+		c := connect(t, p.Addr)
+		if _, err := c.Execute("BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if err := p.Shutdown(ctx); err == nil {
+			t.Error("shutdown reported a complete drain with a transaction left open")
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("shutdown took %v with a 300ms drain timeout", d)
+		}
+		if p.Open() != 0 {
+			t.Errorf("%d connections open after the drain timeout", p.Open())
+		}
+	})
 }

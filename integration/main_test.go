@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
@@ -118,8 +119,42 @@ type testProxy struct {
 	cfg   config.Config
 }
 
+// modes are the proxy's modes every client-facing test runs in.
+var modes = []string{config.ModePassthrough, config.ModePooled}
+
+// eachMode runs f as a subtest in each mode.
+func eachMode(t *testing.T, f func(t *testing.T, mode string)) {
+	t.Helper()
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { f(t, mode) })
+	}
+}
+
+// inMode returns an edit of the configuration that sets mode, then applies edit.
+func inMode(mode string, edit func(*config.Config)) func(*config.Config) {
+	return func(c *config.Config) {
+		c.Mode = mode
+		if edit != nil {
+			edit(c)
+		}
+	}
+}
+
+// writeUsersFile writes the users file of pooled mode with the test accounts.
+func writeUsersFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "users.yaml")
+	data := fmt.Sprintf("users:\n  - user: %s\n    password: %q\n  - user: %s\n    password: %q\n",
+		env.User, env.Password, env.EdUser, env.EdPassword)
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // startProxy starts a proxy in front of the test primary, with cfg adjusted by edit, and
-// shuts it down when the test ends.
+// shuts it down when the test ends. In pooled mode without a users file of its own, it
+// gets one with the test accounts.
 func startProxy(t *testing.T, edit func(*config.Config)) *testProxy {
 	t.Helper()
 	cfg := config.Default()
@@ -128,6 +163,9 @@ func startProxy(t *testing.T, edit func(*config.Config)) *testProxy {
 	cfg.Backends.Primary = env.Primary
 	if edit != nil {
 		edit(&cfg)
+	}
+	if cfg.Mode == config.ModePooled && cfg.Auth.UsersFile == "" && !cfg.Auth.FromBackend {
+		cfg.Auth.UsersFile = writeUsersFile(t)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
@@ -141,6 +179,13 @@ func startProxy(t *testing.T, edit func(*config.Config)) *testProxy {
 	srv, err := proxy.New(cfg, log, reg, costs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Auth.UsersFile != "" {
+		users, err := auth.LoadFile(cfg.Auth.UsersFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Accounts(nil).Swap(users)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
