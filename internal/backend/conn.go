@@ -76,6 +76,9 @@ type Want struct {
 	Schema string
 	// Prefer is the connection the session used last; it is handed back when it is idle.
 	Prefer *Conn
+	// State is the session's state, when known: among idle connections, one already in it
+	// is chosen first.
+	State *State
 	// Attributes are sent as connection attributes when a connection is opened.
 	Attributes []protocol.Attribute
 }

@@ -164,14 +164,14 @@ func (p *Pool) Stats() PoolStats {
 // while fewer than MaxOpen are open, else one given back by another session within
 // WaitTimeout. A connection of another user or character set is returned as it is: Sync
 // logs it in again.
-func (p *Pool) Acquire(ctx context.Context, w *Want, s *State) (*Lease, error) {
+func (p *Pool) Acquire(ctx context.Context, w *Want) (*Lease, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if c := p.takeIdleLocked(w, s); c != nil {
+		if c := p.takeIdleLocked(w); c != nil {
 			p.leased++
 			p.mu.Unlock()
 			if err := c.pc.CheckIdle(); err != nil {
@@ -209,7 +209,7 @@ func (p *Pool) Acquire(ctx context.Context, w *Want, s *State) (*Lease, error) {
 }
 
 // takeIdleLocked removes and returns the best idle connection for w, or nil.
-func (p *Pool) takeIdleLocked(w *Want, s *State) *Conn {
+func (p *Pool) takeIdleLocked(w *Want) *Conn {
 	if c := w.Prefer; c != nil && c.idx >= 0 && c.idx < len(p.idle) && p.idle[c.idx] == c && c.key == w.Key {
 		p.removeIdleLocked(c.idx)
 		return c
@@ -220,7 +220,7 @@ func (p *Pool) takeIdleLocked(w *Want, s *State) *Conn {
 		if c.user != w.Credential.User || c.key != w.Key {
 			continue
 		}
-		if s == nil || s.Matches(c) {
+		if w.State == nil || w.State.Matches(c) {
 			best = i
 			break
 		}

@@ -40,7 +40,7 @@ func TestAcquireReusesTheConnection(t *testing.T) {
 	s := NewState("", 45)
 	var last *Conn
 	for i := range 5 {
-		l, err := p.Acquire(context.Background(), w, s)
+		l, err := p.Acquire(context.Background(), withState(w, s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,17 +66,17 @@ func TestAcquireWaitsForAConnectionAndTimesOut(t *testing.T) {
 	srv := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
 	p := newTestPool(t, srv, PoolConfig{MaxOpen: 2, WaitTimeout: 200 * time.Millisecond})
 	w := want(user("app", "pw"))
-	a, err := p.Acquire(context.Background(), w, nil)
+	a, err := p.Acquire(context.Background(), w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := p.Acquire(context.Background(), w, nil)
+	b, err := p.Acquire(context.Background(), w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan *Lease)
 	go func() {
-		l, err := p.Acquire(context.Background(), w, nil)
+		l, err := p.Acquire(context.Background(), w)
 		if err != nil {
 			t.Error(err)
 		}
@@ -89,7 +89,7 @@ func TestAcquireWaitsForAConnectionAndTimesOut(t *testing.T) {
 		t.Error("the waiter did not get the connection given back")
 	}
 	start := time.Now()
-	_, err = p.Acquire(context.Background(), w, nil)
+	_, err = p.Acquire(context.Background(), w)
 	if !errors.Is(err, ErrWaitTimeout) {
 		t.Fatalf("err = %v, want ErrWaitTimeout", err)
 	}
@@ -110,13 +110,13 @@ func TestDiscardedAndDeadConnectionsAreNotReused(t *testing.T) {
 	srv := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
 	p := newTestPool(t, srv, PoolConfig{})
 	w := want(user("app", "pw"))
-	l, err := p.Acquire(context.Background(), w, nil)
+	l, err := p.Acquire(context.Background(), w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := l.Conn()
 	l.Discard()
-	l, err = p.Acquire(context.Background(), w, nil)
+	l, err = p.Acquire(context.Background(), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestDiscardedAndDeadConnectionsAreNotReused(t *testing.T) {
 	srv.CloseAll() // the server hangs up on the idle connection
 	waitUntil(t, func() bool { return srv.Open() == 0 })
 	waitUntil(t, func() bool { return second.pc.CheckIdle() != nil })
-	l, err = p.Acquire(context.Background(), w, nil)
+	l, err = p.Acquire(context.Background(), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestSyncCarriesTheSessionState(t *testing.T) {
 
 	// Session A sets two variables and a schema, and leaves them on the connection.
 	a := NewState("", 45)
-	l, err := p.Acquire(ctx, w, a)
+	l, err := p.Acquire(ctx, withState(w, a))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestSyncCarriesTheSessionState(t *testing.T) {
 	// server's default, so B does not inherit it.
 	b := NewState("shop", 45)
 	b.SetVar("sql_mode", "TRADITIONAL")
-	l, err = p.Acquire(ctx, w, b)
+	l, err = p.Acquire(ctx, withState(w, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestSyncCarriesTheSessionState(t *testing.T) {
 	// Another user: the connection logs in again with COM_CHANGE_USER.
 	w2 := want(user("other", "pw2"))
 	c := NewState("shop", 45)
-	l, err = p.Acquire(ctx, w2, c)
+	l, err = p.Acquire(ctx, withState(w2, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestRefusedLoginsBackOff(t *testing.T) {
 	srv := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw", "other": "pw2"}})
 	p := newTestPool(t, srv, PoolConfig{})
 	w := want(user("app", "wrong"))
-	_, err := p.Acquire(context.Background(), w, nil)
+	_, err := p.Acquire(context.Background(), w)
 	if !errors.Is(err, ErrLoginRefused) {
 		t.Fatalf("err = %v, want ErrLoginRefused", err)
 	}
@@ -235,7 +235,7 @@ func TestRefusedLoginsBackOff(t *testing.T) {
 	}
 	attempts := len(srv.Conns())
 	for range 20 {
-		if _, err := p.Acquire(context.Background(), w, nil); !errors.Is(err, ErrBackoff) {
+		if _, err := p.Acquire(context.Background(), w); !errors.Is(err, ErrBackoff) {
 			t.Fatalf("err = %v, want ErrBackoff", err)
 		}
 	}
@@ -243,7 +243,7 @@ func TestRefusedLoginsBackOff(t *testing.T) {
 		t.Errorf("%d more connections to a backend that refuses the login, want none", n-attempts)
 	}
 	// Another user is not held back.
-	l, err := p.Acquire(context.Background(), want(user("other", "pw2")), nil)
+	l, err := p.Acquire(context.Background(), want(user("other", "pw2")))
 	if err != nil {
 		t.Fatalf("another user's login: %v", err)
 	}
@@ -253,7 +253,7 @@ func TestRefusedLoginsBackOff(t *testing.T) {
 func TestStatementsArePreparedOncePerConnectionAndBounded(t *testing.T) {
 	srv := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
 	p := newTestPool(t, srv, PoolConfig{})
-	l, err := p.Acquire(context.Background(), want(user("app", "pw")), nil)
+	l, err := p.Acquire(context.Background(), want(user("app", "pw")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,14 +292,14 @@ func TestAnotherKeyGetsAConnectionOfItsOwn(t *testing.T) {
 	srv := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
 	p := newTestPool(t, srv, PoolConfig{MaxOpen: 1})
 	w := want(user("app", "pw"))
-	l, err := p.Acquire(context.Background(), w, nil)
+	l, err := p.Acquire(context.Background(), w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Release()
 	w2 := want(user("app", "pw"))
 	w2.Key = KeyOf(mysql.CLIENT_DEPRECATE_EOF, 0)
-	l, err = p.Acquire(context.Background(), w2, nil)
+	l, err = p.Acquire(context.Background(), w2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func TestLeaseAllocatesNothing(t *testing.T) {
 	w := want(user("app", "pw"))
 	s := NewState("", 45)
 	s.SetVar("sql_mode", "ANSI")
-	l, err := p.Acquire(context.Background(), w, s)
+	l, err := p.Acquire(context.Background(), withState(w, s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestLeaseAllocatesNothing(t *testing.T) {
 	w.Prefer = l.Conn()
 	l.Release()
 	allocs := testing.AllocsPerRun(200, func() {
-		l, err := p.Acquire(context.Background(), w, s)
+		l, err := p.Acquire(context.Background(), withState(w, s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +380,7 @@ func BenchmarkLease(b *testing.B) {
 	s := NewState("", 45)
 	b.ReportAllocs()
 	for b.Loop() {
-		l, err := p.Acquire(context.Background(), w, s)
+		l, err := p.Acquire(context.Background(), withState(w, s))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -432,7 +432,7 @@ func TestPrepareUnderTheSnapshotOfItsTime(t *testing.T) {
 	ctx := context.Background()
 	w := want(user("app", "pw"))
 	s := NewState("other", 45)
-	l, err := p.Acquire(ctx, w, s)
+	l, err := p.Acquire(ctx, withState(w, s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,4 +473,10 @@ func TestPrepareUnderTheSnapshotOfItsTime(t *testing.T) {
 	if c.Stmt([]byte("SELECT c FROM t"), then.Key()) != st || c.Stmt([]byte("SELECT c FROM t"), s.Snapshot().Key()) != nil {
 		t.Error("the statement is kept under the snapshot it was prepared in, and only under it")
 	}
+}
+
+// withState sets the session state a lease is asked for with.
+func withState(w *Want, s *State) *Want {
+	w.State = s
+	return w
 }

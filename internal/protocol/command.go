@@ -155,3 +155,38 @@ func Commands() []byte {
 func (c *Command) Replace(p []byte) {
 	c.Payload, c.frameLen, c.unread = p, len(p), 0
 }
+
+// DiscardCommand reads and drops what is left of a command that was read only in part, so
+// that the client can be answered and the connection goes on.
+func (c *Conn) DiscardCommand(cmd *Command) error {
+	if err := c.discard(cmd.unread); err != nil {
+		return err
+	}
+	cmd.unread = 0
+	for n := cmd.frameLen; n >= MaxFramePayload; {
+		var err error
+		if n, err = c.readHeader(); err != nil {
+			return err
+		}
+		if err := c.discard(n); err != nil {
+			return err
+		}
+	}
+	cmd.frameLen = 0
+	return nil
+}
+
+// discard drops n bytes of the current frame.
+func (c *Conn) discard(n int) error {
+	for n > 0 {
+		if err := c.flushBeforeBlock(1); err != nil {
+			return err
+		}
+		k, err := c.r.Discard(min(n, readBufferSize))
+		n -= k
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -32,6 +32,10 @@ type pooling struct {
 	// attrs are the connection attributes of the proxy's own connections.
 	attrs []protocol.Attribute
 
+	// maxStmts and maxStmtBytes bound a session's prepared statements and the bytes of
+	// their texts, which the proxy keeps to prepare them again on other connections.
+	maxStmts, maxStmtBytes int
+
 	pinsTotal [numPinReasons]prometheus.Counter
 	pinned    prometheus.Gauge
 	resets    prometheus.Counter
@@ -47,8 +51,10 @@ func newPooling(cfg config.Config, tlsFor func(string, bool) (*tls.Config, error
 		MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
 	}
 	p := &pooling{
-		pool:  backend.NewPool(dialer, pc, m, log),
-		attrs: []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
+		pool:         backend.NewPool(dialer, pc, m, log),
+		maxStmts:     16382,    // MySQL's default max_prepared_stmt_count
+		maxStmtBytes: 64 << 20, // statement text per client connection
+		attrs:        []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
 	}
 	pins := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gatekeeper_session_pins_total",
@@ -189,8 +195,8 @@ type pooledState struct {
 	// leave ends the user's count against its max_connections.
 	leave func()
 	// cursors and longData count the statements with an open cursor, or with data sent
-	// for their next execution.
-	cursors, longData int
+	// for their next execution; stmtBytes the bytes of the statements' texts.
+	cursors, longData, stmtBytes int
 	// unflushed: the server holds session-state records for the next OK of the leased
 	// connection, which the last response (an EOF-ended result set) could not carry.
 	unflushed bool
@@ -200,7 +206,8 @@ type pooledState struct {
 func (s *session) acquirePooled() (*protocol.Conn, error) {
 	pl := s.pl
 	if pl.lease == nil {
-		lease, err := pl.pooling.pool.Acquire(s.ctx, &pl.want, pl.state)
+		pl.want.State = pl.state
+		lease, err := pl.pooling.pool.Acquire(s.ctx, &pl.want)
 		if err != nil {
 			return nil, err
 		}

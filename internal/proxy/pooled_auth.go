@@ -24,7 +24,6 @@ const (
 	codeUnknownThread     = 1094 // ER_NO_SUCH_THREAD
 	codeNotOwner          = 1095 // ER_KILL_DENIED_ERROR
 	stateAccessDenied     = "28000"
-	maxPreparedPerSession = 16382 // MySQL's default max_prepared_stmt_count
 )
 
 // errAccessDenied is the server's own refusal of a login, word for word.

@@ -63,15 +63,25 @@ func (s *session) localPooled(cmd byte) (handled, keep bool) {
 		s.publish()
 		return true, keep
 	case mysql.COM_STMT_PREPARE:
-		if len(pl.stmts) >= maxPreparedPerSession {
+		switch {
+		case len(pl.stmts) >= pl.pooling.maxStmts:
 			sendError(s.client, &clientError{code: codeMaxPreparedStmts, state: "42000", msg: fmt.Sprintf(
-				"Can't create more than max_prepared_stmt_count statements (current value: %d)", maxPreparedPerSession)})
+				"Can't create more than max_prepared_stmt_count statements (current value: %d)", pl.pooling.maxStmts)})
+			return true, s.client.IOErr() == nil
+		case pl.stmtBytes+len(s.cmd.Payload) > pl.pooling.maxStmtBytes || !s.cmd.Complete():
+			if err := s.client.DiscardCommand(&s.cmd); err != nil {
+				return true, false
+			}
+			sendError(s.client, &clientError{code: codeMaxPreparedStmts, state: "42000", msg: fmt.Sprintf(
+				"gatekeeper: this connection's prepared statements would hold more than %d bytes of text, what the proxy keeps per connection to prepare them again; close statements no longer used",
+				pl.pooling.maxStmtBytes)})
 			return true, s.client.IOErr() == nil
 		}
 	case mysql.COM_STMT_CLOSE:
 		if id, ok := stmtIDOf(s.cmd.Payload); ok {
 			if cs := pl.stmts[id]; cs != nil {
 				s.stmtDone(cs)
+				pl.stmtBytes -= len(cs.text)
 				delete(pl.stmts, id)
 				delete(s.stmts, id)
 			}
@@ -176,7 +186,7 @@ func (s *session) resetPooled() {
 	pl.state.Clear()
 	clear(pl.stmts)
 	clear(s.stmts)
-	pl.cursors, pl.longData = 0, 0
+	pl.cursors, pl.longData, pl.stmtBytes = 0, 0, 0
 	pinned := pl.pins.bits != 0
 	pl.pins = pins{}
 	s.setPinned(false)
@@ -291,6 +301,7 @@ func (s *session) notePooledStmt(cmd byte, clientID uint32) {
 			cs.connIDOnly, cs.connIDName = true, string(st.connIDName)
 		}
 		pl.stmts[pl.nextID] = cs
+		pl.stmtBytes += len(text)
 		res.StmtID = pl.nextID // the session's classification is kept under the client's id
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		if cs := pl.stmts[clientID]; cs != nil && !cs.longData {

@@ -411,3 +411,38 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// A client that prepares statements without closing them is refused past the bounds, as
+// the server refuses past max_prepared_stmt_count: the proxy keeps each statement's text.
+func TestPooledPreparedStatementsAreBounded(t *testing.T) {
+	db := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
+	addr, srv := pooledProxy(t, db.Addr, nil, account("app", "pw"))
+	srv.pooling.maxStmts, srv.pooling.maxStmtBytes = 20, 1<<20
+	b := conn(t, addr, "app", "pw", "interpolateParams=false")
+	_, err := b.PrepareContext(context.Background(), "SELECT '"+strings.Repeat("x", 1<<20)+"'")
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1461 || !strings.Contains(me.Message, "bytes of text") {
+		t.Fatalf("a statement past the bytes bound: %v, want error 1461", err)
+	}
+	a := conn(t, addr, "app", "pw", "interpolateParams=false")
+	n := 0
+	for err = nil; n < 100 && err == nil; n++ {
+		var st *sql.Stmt
+		if st, err = a.PrepareContext(context.Background(), fmt.Sprintf("SELECT %d", n)); err == nil {
+			defer st.Close()
+		}
+	}
+	if !errors.As(err, &me) || me.Number != 1461 || n != 21 {
+		t.Fatalf("after %d statements: %v, want error 1461 at the 21st", n, err)
+	}
+	exec(t, a, "DO 1") // the connections live on
+	exec(t, b, "DO 1")
+}
+
+func TestPooledDefaultBoundsOnPreparedStatements(t *testing.T) {
+	db := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
+	_, srv := pooledProxy(t, db.Addr, nil, account("app", "pw"))
+	if srv.pooling.maxStmts != 16382 || srv.pooling.maxStmtBytes != 64<<20 {
+		t.Errorf("bounds %d statements, %d bytes; want 16382 and 64 MiB", srv.pooling.maxStmts, srv.pooling.maxStmtBytes)
+	}
+}

@@ -91,6 +91,15 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 	}
 	if cfg.Mode == config.ModePooled {
 		s.pooling = newPooling(cfg, s.gate.backendTLS.forBackend, log, reg)
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gatekeeper_backend_client_sessions_per_connection",
+			Help: "Client connections open per pooled backend connection open: how many clients each database connection serves.",
+		}, func() float64 {
+			if open := s.pooling.pool.Stats().Open; open > 0 {
+				return float64(s.open.Load()) / float64(open)
+			}
+			return 0
+		}))
 	}
 	if cfg.Mode == config.ModePooled || cfg.Auth.FromBackend {
 		s.gate.accounts = auth.NewStore()

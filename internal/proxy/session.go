@@ -338,6 +338,10 @@ func (s *session) dispatch() bool {
 	s.classifyCommand(cmd)
 	if s.pl != nil {
 		if handled, keep := s.localPooled(cmd); handled {
+			if keep && !s.cmd.Complete() {
+				// Answered from its head: the rest of it is read and dropped.
+				keep = s.client.DiscardCommand(&s.cmd) == nil
+			}
 			return keep
 		}
 		cmd = s.cmd.Byte() // a KILL becomes the KILL of a backend thread
