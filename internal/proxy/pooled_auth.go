@@ -17,13 +17,13 @@ import (
 
 // Error codes of pooled mode's own authentication, as the server sends them.
 const (
-	codeAccessDenied      = 1045 // ER_ACCESS_DENIED_ERROR
-	codeUserConnections   = 1203 // ER_TOO_MANY_USER_CONNECTIONS
-	codeMaxPreparedStmts  = 1461 // ER_MAX_PREPARED_STMT_COUNT_REACHED
-	codeUnknownStmt       = 1243 // ER_UNKNOWN_STMT_HANDLER
-	codeUnknownThread     = 1094 // ER_NO_SUCH_THREAD
-	codeNotOwner          = 1095 // ER_KILL_DENIED_ERROR
-	stateAccessDenied     = "28000"
+	codeAccessDenied     = 1045 // ER_ACCESS_DENIED_ERROR
+	codeUserConnections  = 1203 // ER_TOO_MANY_USER_CONNECTIONS
+	codeMaxPreparedStmts = 1461 // ER_MAX_PREPARED_STMT_COUNT_REACHED
+	codeUnknownStmt      = 1243 // ER_UNKNOWN_STMT_HANDLER
+	codeUnknownThread    = 1094 // ER_NO_SUCH_THREAD
+	codeNotOwner         = 1095 // ER_KILL_DENIED_ERROR
+	stateAccessDenied    = "28000"
 )
 
 // errAccessDenied is the server's own refusal of a login, word for word.
