@@ -468,28 +468,9 @@ func (c *Conn) Variable(name string) (string, error) {
 
 // queryRow runs a query that returns one row and returns its values as text (NULL as "").
 func (c *Conn) queryRow(query string) ([]string, error) {
-	c.pendingCloses()
-	c.pc.ResetSequence()
-	if err := c.pc.WritePacket(append([]byte{mysql.COM_QUERY}, query...)); err != nil {
-		c.broken = true
-		return nil, err
-	}
-	if err := c.pc.Flush(); err != nil {
-		c.broken = true
-		return nil, err
-	}
-	p, err := c.pc.ReadPacket()
+	p, err := c.request(mysql.COM_QUERY, []byte(query))
 	if err != nil {
-		c.broken = true
 		return nil, err
-	}
-	if len(p) > 0 && p[0] == mysql.ERR_HEADER {
-		e, err := protocol.ParseError(p)
-		if err != nil {
-			c.broken = true
-			return nil, err
-		}
-		return nil, e
 	}
 	columns, err := protocol.ParseColumnCount(p)
 	if err != nil {
@@ -524,6 +505,35 @@ func (c *Conn) queryRow(query string) ([]string, error) {
 			}
 		}
 	}
+}
+
+// request sends one command and reads the first packet of its response. A server error is
+// returned as a *protocol.ServerError and leaves c usable; any other error breaks it.
+func (c *Conn) request(cmd byte, arg []byte) ([]byte, error) {
+	c.pendingCloses()
+	c.pc.ResetSequence()
+	if err := c.pc.WritePacket(append([]byte{cmd}, arg...)); err != nil {
+		c.broken = true
+		return nil, err
+	}
+	if err := c.pc.Flush(); err != nil {
+		c.broken = true
+		return nil, err
+	}
+	p, err := c.pc.ReadPacket()
+	if err != nil {
+		c.broken = true
+		return nil, fmt.Errorf("backend %s: %s: %w", c.addr, protocol.CommandName(cmd), err)
+	}
+	if len(p) > 0 && p[0] == mysql.ERR_HEADER {
+		e, err := protocol.ParseError(p)
+		if err != nil {
+			c.broken = true
+			return nil, err
+		}
+		return nil, e
+	}
+	return p, nil
 }
 
 // readResponse reads the whole response to one command, discarding result rows.

@@ -181,28 +181,9 @@ func (c *Conn) PrepareUnder(ctx context.Context, w *Want, text []byte, snap Snap
 // ctx, reading the server's metadata without relaying it. A server error is returned as a
 // *protocol.ServerError and leaves c usable.
 func (c *Conn) Prepare(text []byte, ctx uint64) (*Stmt, error) {
-	c.pendingCloses()
-	c.pc.ResetSequence()
-	if err := c.pc.WritePacket(append([]byte{mysql.COM_STMT_PREPARE}, text...)); err != nil {
-		c.broken = true
-		return nil, err
-	}
-	if err := c.pc.Flush(); err != nil {
-		c.broken = true
-		return nil, err
-	}
-	p, err := c.pc.ReadPacket()
+	p, err := c.request(mysql.COM_STMT_PREPARE, text)
 	if err != nil {
-		c.broken = true
-		return nil, fmt.Errorf("backend %s: prepare: %w", c.addr, err)
-	}
-	if len(p) > 0 && p[0] == mysql.ERR_HEADER {
-		e, err := protocol.ParseError(p)
-		if err != nil {
-			c.broken = true
-			return nil, err
-		}
-		return nil, e
+		return nil, err
 	}
 	if len(p) < 12 || p[0] != mysql.OK_HEADER {
 		c.broken = true

@@ -70,7 +70,14 @@ func startTestProxy(t *testing.T, primary string) string {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Backends.Primary = primary
-	srv, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), nil)
+	addr, _ := serveTestProxy(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return addr
+}
+
+// serveTestProxy runs a proxy for cfg on a loopback port until the test ends.
+func serveTestProxy(t *testing.T, cfg config.Config, log *slog.Logger) (string, *Server) {
+	t.Helper()
+	srv, err := New(cfg, log, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +91,7 @@ func startTestProxy(t *testing.T, primary string) string {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), srv
 }
 
 func TestCachingSha2PasswordThroughProxy(t *testing.T) {

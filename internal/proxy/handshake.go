@@ -55,38 +55,8 @@ func (s *session) handshake() error {
 	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.gate.clientTLS != nil)
 	backendOffersTLS := g.Capabilities&mysql.CLIENT_SSL != 0
 	g.SetCapabilities(advertised, advertisedMariaDB)
-	s.client.ResetSequence()
-	if err := s.client.WritePacket(g.Raw); err != nil {
-		return s.clientGone(err)
-	}
-
-	p, err := s.client.ReadPacket()
+	resp, err := s.greet(ctx, g.Raw)
 	if err != nil {
-		return s.clientGone(err)
-	}
-	if protocol.IsSSLRequest(p) {
-		if s.gate.clientTLS == nil {
-			sendError(s.client, errTLSNotOffered())
-			m.handshakeErrors.WithLabelValues("tls").Inc()
-			return errors.New("client asked for TLS, which is not configured")
-		}
-		if err := s.client.UpgradeServer(ctx, s.gate.clientTLS); err != nil {
-			m.handshakeErrors.WithLabelValues("tls").Inc()
-			return err
-		}
-		if p, err = s.client.ReadPacket(); err != nil {
-			return s.clientGone(err)
-		}
-	} else if cfg.TLS.Required {
-		sendError(s.client, errTLSRequired())
-		m.handshakeErrors.WithLabelValues("tls_required").Inc()
-		return errors.New("client did not start TLS, which is required")
-	}
-	resp, err := protocol.ParseHandshakeResponse(p)
-	if err != nil {
-		sendError(s.client, errBadHandshake(err))
-		m.handshakeErrors.WithLabelValues("malformed").Inc()
-		s.log.Warn("bad handshake from client", "err", err)
 		return err
 	}
 
@@ -247,4 +217,45 @@ func (s *session) deriveCredential(plugin string, scramble, answer []byte) {
 	}
 	s.cred = cred
 	outcome = "derived"
+}
+
+// greet sends a greeting to the client and reads its handshake response, starting TLS
+// when the client asks (with the proxy's certificate) and refusing it when the proxy has
+// none or requires it. On failure the client has been told why.
+func (s *session) greet(ctx context.Context, greeting []byte) (*protocol.HandshakeResponse, error) {
+	m := s.metrics
+	s.client.ResetSequence()
+	if err := s.client.WritePacket(greeting); err != nil {
+		return nil, s.clientGone(err)
+	}
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return nil, s.clientGone(err)
+	}
+	if protocol.IsSSLRequest(p) {
+		if s.gate.clientTLS == nil {
+			sendError(s.client, errTLSNotOffered())
+			m.handshakeErrors.WithLabelValues("tls").Inc()
+			return nil, errors.New("client asked for TLS, which is not configured")
+		}
+		if err := s.client.UpgradeServer(ctx, s.gate.clientTLS); err != nil {
+			m.handshakeErrors.WithLabelValues("tls").Inc()
+			return nil, err
+		}
+		if p, err = s.client.ReadPacket(); err != nil {
+			return nil, s.clientGone(err)
+		}
+	} else if s.cfg.TLS.Required {
+		sendError(s.client, errTLSRequired())
+		m.handshakeErrors.WithLabelValues("tls_required").Inc()
+		return nil, errors.New("client did not start TLS, which is required")
+	}
+	resp, err := protocol.ParseHandshakeResponse(p)
+	if err != nil {
+		sendError(s.client, errBadHandshake(err))
+		m.handshakeErrors.WithLabelValues("malformed").Inc()
+		s.log.Warn("bad handshake from client", "err", err)
+		return nil, err
+	}
+	return resp, nil
 }

@@ -68,37 +68,8 @@ func (s *session) handshakePooled() error {
 		MariaDBCapabilities: advertisedMariaDB, Charset: g.Charset, Status: mysql.SERVER_STATUS_AUTOCOMMIT,
 		Scramble: scramble, AuthPlugin: protocol.NativePassword,
 	}
-	s.client.ResetSequence()
-	if err := s.client.WritePacket(protocol.AppendGreeting(nil, hello)); err != nil {
-		return s.clientGone(err)
-	}
-	p, err := s.client.ReadPacket()
+	resp, err := s.greet(ctx, protocol.AppendGreeting(nil, hello))
 	if err != nil {
-		return s.clientGone(err)
-	}
-	if protocol.IsSSLRequest(p) {
-		if s.gate.clientTLS == nil {
-			sendError(s.client, errTLSNotOffered())
-			m.handshakeErrors.WithLabelValues("tls").Inc()
-			return errors.New("client asked for TLS, which is not configured")
-		}
-		if err := s.client.UpgradeServer(ctx, s.gate.clientTLS); err != nil {
-			m.handshakeErrors.WithLabelValues("tls").Inc()
-			return err
-		}
-		if p, err = s.client.ReadPacket(); err != nil {
-			return s.clientGone(err)
-		}
-	} else if cfg.TLS.Required {
-		sendError(s.client, errTLSRequired())
-		m.handshakeErrors.WithLabelValues("tls_required").Inc()
-		return errors.New("client did not start TLS, which is required")
-	}
-	resp, err := protocol.ParseHandshakeResponse(p)
-	if err != nil {
-		sendError(s.client, errBadHandshake(err))
-		m.handshakeErrors.WithLabelValues("malformed").Inc()
-		s.log.Warn("bad handshake from client", "err", err)
 		return err
 	}
 	caps := resp.Capabilities & advertised &^ mysql.CLIENT_SSL

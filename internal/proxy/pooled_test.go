@@ -13,7 +13,6 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
@@ -32,25 +31,12 @@ func pooledProxy(t *testing.T, primary string, edit func(*config.Config), users 
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := New(cfg, slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug})), prometheus.NewRegistry(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, srv := serveTestProxy(t, cfg, slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	for i := range users {
 		users[i].Host = "%"
 	}
 	srv.Accounts(nil).Swap(auth.NewUsers(users...))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }() // ends at Shutdown
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return ln.Addr().String(), srv
+	return addr, srv
 }
 
 func account(name, password string) auth.User {
