@@ -68,6 +68,10 @@ func TestAccessDenied(t *testing.T) {
 					got.Number, got.SQLState[:], got.Message, want[i].Number, want[i].SQLState[:], want[i].Message)
 			}
 		}
+		// The session counts the failure after the client has its error: wait for it.
+		waitFor(t, 5*time.Second, "every refused login counted", func() bool {
+			return metricValue(t, p, "gatekeeper_client_handshake_failures_total", map[string]string{"reason": "auth"}) >= float64(len(cases))
+		})
 		if v := metricValue(t, p, "gatekeeper_client_handshake_failures_total", map[string]string{"reason": "auth"}); v != float64(len(cases)) {
 			t.Errorf("handshake failures for auth = %v, want %d", v, len(cases))
 		}

@@ -445,6 +445,12 @@ func (c *Conn) exec(cmds ...[]byte) error {
 	return first
 }
 
+// Kill sends a KILL statement between units; the server's refusal is returned as a
+// *protocol.ServerError.
+func (c *Conn) Kill(statement string) error {
+	return c.exec([]byte(statement))
+}
+
 // FlushState takes the session-state records the server holds for the next OK, after a
 // result set ended by an EOF, which cannot carry them.
 func (c *Conn) FlushState() error {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/binary"
+	"errors"
 	"strconv"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -55,8 +56,8 @@ func (s *session) answerConnectionID(name string, binaryRow bool) bool {
 
 // killPooled carries out KILL [QUERY] id for the session of that id. A session with a
 // statement running on a backend connection has it killed there, by a KILL of the
-// backend's thread that runs as this client's own statement; KILL CONNECTION also closes
-// the client's connection. A client may kill only its own user's sessions.
+// backend's thread sent as this client's user; KILL CONNECTION also closes the client's
+// connection. A client may kill only its own user's sessions.
 func (s *session) killPooled(id uint64, query bool) bool {
 	target := s.index.sessionByID(id)
 	switch {
@@ -77,23 +78,45 @@ func (s *session) killPooled(id uint64, query bool) bool {
 		return s.client.IOErr() == nil
 	}
 	thread, running := target.beginKill()
+	defer target.endKill()
 	if !query {
 		target.killClient()
 	}
-	if !running {
-		target.endKill()
-		return s.writeLocalOK()
+	if running {
+		err := s.killThread(thread, query)
+		var se *protocol.ServerError
+		switch {
+		case errors.As(err, &se) && se.Code == codeUnknownThread:
+			// The statement ended, and its connection with it, before the KILL arrived:
+			// what was to be killed is gone.
+		case errors.As(err, &se):
+			_ = s.client.WriteError(se.Code, se.State, se.Message)
+			return s.client.IOErr() == nil
+		case err != nil:
+			s.sendLeaseError(err, 0)
+			return s.client.IOErr() == nil
+		}
 	}
-	// Run the KILL of the backend thread as this client's statement.
-	text := "KILL QUERY "
-	if !query {
-		text = "KILL CONNECTION "
+	return s.writeLocalOK()
+}
+
+// killThread sends KILL [QUERY] thread to the primary as this client's user, on the
+// connection the session holds or on one leased for it.
+func (s *session) killThread(thread uint32, query bool) error {
+	text := "KILL CONNECTION "
+	if query {
+		text = "KILL QUERY "
 	}
 	text += strconv.FormatUint(uint64(thread), 10)
-	s.cmd.Replace(append([]byte{mysql.COM_QUERY}, text...))
-	s.classifyCommand(mysql.COM_QUERY)
-	s.killTarget = target
-	return true
+	if lease := s.pl.lease; lease != nil {
+		return lease.Conn().Kill(text)
+	}
+	if _, err := s.acquirePooled(); err != nil {
+		return err
+	}
+	err := s.pl.lease.Conn().Kill(text)
+	s.releasePooled()
+	return err
 }
 
 // beginKill marks the session as the target of a KILL and returns the backend thread of

@@ -122,13 +122,11 @@ func (s *session) localPooled(cmd byte) (handled, keep bool) {
 			return true, s.answerConnectionID(string(st.connIDName), false)
 		}
 		if st.uses&classify.UsesKill != 0 && st.killID > 0 {
-			keep := s.killPooled(st.killID, st.killQuery)
-			return s.killTarget == nil, keep // a rewritten KILL runs as the client's statement
+			return true, s.killPooled(st.killID, st.killQuery)
 		}
 	case mysql.COM_PROCESS_KILL:
 		if id, ok := stmtIDOf(s.cmd.Payload); ok {
-			keep := s.killPooled(uint64(id), false)
-			return s.killTarget == nil, keep
+			return true, s.killPooled(uint64(id), false)
 		}
 	}
 	return false, true

@@ -96,8 +96,6 @@ type session struct {
 	// scramble is the challenge of the proxy's greeting (pooled mode), which a
 	// COM_CHANGE_USER answers.
 	scramble []byte
-	// killTarget is the session whose statement the current command kills (pooled mode).
-	killTarget *session
 	// pinnedGauge says the session counts in the pinned-sessions gauge.
 	pinnedGauge bool
 	// view is what snapshots show of the session; clientText, since and backendThread are
@@ -344,13 +342,11 @@ func (s *session) dispatch() bool {
 			}
 			return keep
 		}
-		cmd = s.cmd.Byte() // a KILL becomes the KILL of a backend thread
 	}
 	if s.needsAdmission(cmd) {
 		if admitted, keep := s.admit(); !admitted {
 			// Refused: the client was told why (or is gone); the command never reached
 			// the backend, and an open transaction stays open.
-			s.endKillTarget()
 			return keep
 		}
 	}
@@ -358,7 +354,6 @@ func (s *session) dispatch() bool {
 		start := time.Now()
 		if err := s.beginUnit(); err != nil {
 			s.releaseUnit()
-			s.endKillTarget()
 			if s.pl == nil || !s.cmd.Complete() {
 				s.log.Warn("no backend connection for unit", "err", err)
 				return false
@@ -371,7 +366,6 @@ func (s *session) dispatch() bool {
 	if s.pl != nil {
 		clientStmtID, _ = stmtIDOf(s.cmd.Payload)
 		if ok, keep := s.preparePooled(cmd); !ok {
-			s.endKillTarget()
 			if keep && !s.inTxn && s.unit.commands == 0 {
 				s.releaseUnit()
 				s.endUnitQuietly()
@@ -388,7 +382,6 @@ func (s *session) dispatch() bool {
 	}
 	end := time.Now()
 	elapsed, work := end.Sub(start), s.rec.share.Stop(end, clock)
-	s.endKillTarget()
 	if err != nil {
 		s.fail(cmd, err, written)
 		return false
@@ -418,15 +411,6 @@ func (s *session) dispatch() bool {
 	}
 	s.publish()
 	return true
-}
-
-// endKillTarget lets the session whose statement this command was to kill give its
-// connection back again.
-func (s *session) endKillTarget() {
-	if s.killTarget != nil {
-		s.killTarget.endKill()
-		s.killTarget = nil
-	}
 }
 
 // beginUnit obtains the backend connection for a new unit.
