@@ -64,16 +64,6 @@ func (v *varSet) equal(o *varSet) bool {
 	return v == o || v.fp == o.fp && slices.Equal(v.list, o.list)
 }
 
-// covers tells whether every variable of o is also set in v (to any value).
-func (v *varSet) covers(o *varSet) bool {
-	for _, x := range o.list {
-		if _, ok := v.get(x.Name); !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // State is the state of a client session that must hold on whichever connection runs its
 // next unit. It is owned by the session's goroutine.
 type State struct {
