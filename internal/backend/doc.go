@@ -27,13 +27,16 @@
 // character set of the handshake, the session variables changed by SET (learned from the
 // server's session tracking, which every pooled connection turns on), and the last insert
 // id. When a session's next unit runs on a connection whose state differs, Sync brings the
-// connection to the session's state: the variables that differ are set, or, when the
-// connection carries variables the session never set, it is reset first. Everything Sync
-// sends goes in one write and costs one round trip. State the proxy cannot carry over
+// connection to the session's state: the variables that differ are set, and those the
+// session never set go back to their values at login (x=DEFAULT, and SET NAMES of the
+// login's character set). Another user or character set is a COM_CHANGE_USER. Everything
+// Sync sends goes in one write and costs one round trip. State the proxy cannot carry over
 // (temporary tables, user-level locks, user variables) pins the session to its connection;
 // that decision is the session's, not this package's.
 //
-// Each connection also keeps the server-side prepared statements made on it, by text, so a
-// statement a client prepared once can run on any connection: it is prepared again where it
-// is missing, and the cache is bounded per connection.
+// Each connection also keeps the server-side prepared statements made on it, by text and by
+// the Snapshot of session state they were prepared in (the schema and SQL mode give a text
+// its meaning), so a statement a client prepared once can run on any connection: it is
+// prepared again where it is missing, under its snapshot (PrepareUnder), and the cache is
+// bounded per connection.
 package backend

@@ -7,9 +7,13 @@
 // packet), autocommit, the current schema, the prepared statements. Above the commands it
 // keeps units, the grain of admission: an autocommit statement is a unit of its own; an
 // explicit transaction is one unit from its first statement until the status flags say it
-// ended. A session obtains the backend connection for a unit through one narrow seam, a
-// backendSource; in passthrough mode that source hands back the connection's own dedicated
-// backend, the one the client authenticated against.
+// ended. In passthrough mode every unit runs on the connection's own dedicated backend, the
+// one the client authenticated against. In pooled mode (pooled*.go) the proxy authenticates
+// the client itself, and each unit leases a connection from the primary's pool
+// (internal/backend) that goes back when the unit ends, unless the session is pinned to it
+// by state that cannot move; the session's state (variables, schema, prepared statements)
+// is carried to whichever connection runs the next unit. A session gets its collaborators
+// (admission, cost recording, login, pools) from the server and reaches nothing else of it.
 //
 // Failures are turned into MySQL error packets in one place (errors.go), with messages that
 // start with "gatekeeper:" and say what to do. A backend that dies in the middle of a
