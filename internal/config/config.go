@@ -141,6 +141,13 @@ type Client struct {
 	MaxPacketSize ByteSize `mapstructure:"max_packet_size"`
 	// MaxConnections bounds open client connections; 0 (default) means no bound.
 	MaxConnections int `mapstructure:"max_connections"`
+	// MaxHandshakes bounds the connections logging in at once (in passthrough each holds a
+	// backend connection while it does); past it a connection waits for a slot within its
+	// handshake_timeout, then is refused. Default 64, well inside a default MariaDB's 151
+	// connections; 0 means no bound.
+	MaxHandshakes int `mapstructure:"max_handshakes"`
+	// MaxHandshakesPerClient bounds the same per client address. Default 16; 0: no bound.
+	MaxHandshakesPerClient int `mapstructure:"max_handshakes_per_client"`
 }
 
 // Shutdown configures the drain on SIGTERM/SIGINT.
@@ -351,9 +358,11 @@ func Default() Config {
 			WaitTimeout: 5 * time.Second,
 		},
 		Client: Client{
-			HandshakeTimeout: 10 * time.Second,
-			IdleTimeout:      8 * time.Hour,
-			MaxPacketSize:    1 << 30,
+			HandshakeTimeout:       10 * time.Second,
+			MaxHandshakes:          64,
+			MaxHandshakesPerClient: 16,
+			IdleTimeout:            8 * time.Hour,
+			MaxPacketSize:          1 << 30,
 		},
 		Shutdown: Shutdown{DrainTimeout: 30 * time.Second},
 		Admission: Admission{

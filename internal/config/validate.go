@@ -128,6 +128,9 @@ func (c *Config) Validate() error {
 	if c.Client.MaxConnections < 0 {
 		bad("client.max_connections", "must be 0 (no bound) or positive")
 	}
+	if c.Client.MaxHandshakes < 0 || c.Client.MaxHandshakesPerClient < 0 {
+		bad("client.max_handshakes", "max_handshakes and max_handshakes_per_client must be 0 (no bound) or positive, such as 64 and 16")
+	}
 	if c.Shutdown.DrainTimeout < 0 {
 		bad("shutdown.drain_timeout", "must be 0 or positive")
 	}

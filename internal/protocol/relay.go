@@ -75,6 +75,9 @@ type Response struct {
 	Results int
 	// Rows counts the row packets relayed.
 	Rows int
+	// Cursor tells that COM_STMT_EXECUTE opened a cursor: the result set's rows come with
+	// COM_STMT_FETCH.
+	Cursor bool
 	// AuthSwitch is set when the server switched authentication methods during an
 	// exchange that ForwardAuth relayed: AuthPlugin and AuthData are its method and
 	// challenge, AuthReply the client's answer. They are copies.
@@ -272,7 +275,7 @@ func (x *Relay) forwardResults(cmd byte, res *Response) error {
 			}
 			continue // the server's OK or ERR for the load follows
 		default:
-			if err := x.forwardResultSet(n, res); err != nil {
+			if err := x.forwardResultSet(cmd, n, res); err != nil {
 				return err
 			}
 			res.Results++
@@ -283,8 +286,9 @@ func (x *Relay) forwardResults(cmd byte, res *Response) error {
 	}
 }
 
-// forwardResultSet relays one result set whose column-count packet header has been read.
-func (x *Relay) forwardResultSet(n int, res *Response) error {
+// forwardResultSet relays one result set, the response to cmd, whose column-count packet
+// header has been read.
+func (x *Relay) forwardResultSet(cmd byte, n int, res *Response) error {
 	p, err := x.readSmall(n)
 	if err != nil {
 		return err
@@ -298,22 +302,43 @@ func (x *Relay) forwardResultSet(n int, res *Response) error {
 			return err
 		}
 	}
-	if !x.deprecateEOF() {
-		n, first, err := x.next()
-		if err != nil {
+	if x.deprecateEOF() {
+		// No EOF after the column definitions: a cursor's status comes in the packet that
+		// would end the rows, with no row before it.
+		rows := res.Rows
+		if err := x.forwardRows(res); err != nil {
 			return err
 		}
-		if !isEOF(first, n, false) {
-			return fmt.Errorf("%w: expected EOF after column definitions", ErrMalformed)
-		}
-		if err := x.terminal(n, first, res); err != nil {
-			return err
-		}
-		if res.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
-			return nil // rows come with COM_STMT_FETCH
-		}
+		res.Cursor = res.Rows == rows && res.Err == nil && opensCursor(cmd, res.Status)
+		return nil
+	}
+	n, first, err := x.next()
+	if err != nil {
+		return err
+	}
+	if !isEOF(first, n, false) {
+		return fmt.Errorf("%w: expected EOF after column definitions", ErrMalformed)
+	}
+	if err := x.terminal(n, first, res); err != nil {
+		return err
+	}
+	if opensCursor(cmd, res.Status) {
+		res.Cursor = true
+		return nil // rows come with COM_STMT_FETCH
 	}
 	return x.forwardRows(res)
+}
+
+// opensCursor tells whether a result set whose column definitions ended with status is a
+// cursor that COM_STMT_EXECUTE opened, whose rows come with COM_STMT_FETCH. The server sets
+// SERVER_STATUS_CURSOR_EXISTS in more places than that: once a stored procedure has opened a
+// cursor of its own, every result set the CALL sends carries the flag, text protocol or
+// binary, with its rows following as usual. Those are always followed by more results (the
+// CALL ends with an OK), while a cursor opened by COM_STMT_EXECUTE is the statement's only
+// result.
+func opensCursor(cmd byte, status uint16) bool {
+	return cmd == mysql.COM_STMT_EXECUTE &&
+		status&(mysql.SERVER_STATUS_CURSOR_EXISTS|mysql.SERVER_MORE_RESULTS_EXISTS) == mysql.SERVER_STATUS_CURSOR_EXISTS
 }
 
 // forwardRows relays packets up to and including the EOF or ERR that ends them.

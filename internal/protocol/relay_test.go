@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"io"
 	"testing"
@@ -128,7 +129,7 @@ func TestForwardResponse(t *testing.T) {
 			response: func(s *stream) {
 				s.packet([]byte{1}).packet(columnDef("c")).packet(eofPacket(autocommit | cursor))
 			},
-			want: Response{Status: autocommit | cursor, HasStatus: true, Results: 1},
+			want: Response{Status: autocommit | cursor, HasStatus: true, Results: 1, Cursor: true},
 		},
 		{
 			name:         "cursor opened with deprecated EOF",
@@ -137,7 +138,89 @@ func TestForwardResponse(t *testing.T) {
 			response: func(s *stream) {
 				s.packet([]byte{1}).packet(columnDef("c")).packet(okAsEOF(autocommit | cursor))
 			},
-			want: Response{Status: autocommit | cursor, HasStatus: true, Results: 1},
+			want: Response{Status: autocommit | cursor, HasStatus: true, Results: 1, Cursor: true},
+		},
+		// A procedure that opened cursors of its own sends result sets whose status carries
+		// SERVER_STATUS_CURSOR_EXISTS, and their rows follow. The packets are MariaDB 10.11's
+		// answer to CALL p() for
+		//
+		//	CREATE PROCEDURE p() BEGIN DECLARE x INT; DECLARE c1 CURSOR FOR SELECT data FROM t1 LIMIT 1;
+		//	 BEGIN DECLARE y INT; DECLARE c2 CURSOR FOR SELECT i FROM t2 LIMIT 1; OPEN c2; FETCH c2 INTO y; CLOSE c2; SELECT 2,y; END;
+		//	 OPEN c1; FETCH c1 INTO x; CLOSE c1; SELECT 1,x; END
+		{
+			name: "procedure with cursors, text protocol, as the mariadb client gets it",
+			cmd:  mysql.COM_QUERY,
+			response: func(s *stream) {
+				s.captured(
+					"0201", // two columns; metadata follows (MARIADB_CLIENT_CACHE_METADATA)
+					"03646566000000013200000c3f0001000000038100000000",
+					"0364656600000001790179000c3f000b000000030000000000",
+					"fe00006a00", // autocommit, more results, no index used, cursor exists
+					"01320132",
+					"fe00006a00",
+					"0201",
+					"03646566000000013100000c3f0001000000038100000000",
+					"0364656600000001780178000c3f000b000000030000000000",
+					"fe00006a00",
+					"01310131",
+					"fe00006a00",
+					"00000022000000",
+				)
+			},
+			want: Response{Status: autocommit | mysql.SERVER_STATUS_NO_INDEX_USED, HasStatus: true, Results: 3, Rows: 2},
+		},
+		{
+			name: "procedure with cursors, prepared CALL executed with a cursor asked for",
+			cmd:  mysql.COM_STMT_EXECUTE,
+			response: func(s *stream) {
+				s.captured(
+					"02",
+					"036465660000000132000c3f0001000000038100000000",
+					"03646566000000017901790c3f000b000000030000000000",
+					"fe00006a00",
+					"00000200000002000000",
+					"fe00006a00",
+					"02",
+					"036465660000000131000c3f0001000000038100000000",
+					"03646566000000017801780c3f000b000000030000000000",
+					"fe00006a00",
+					"00000100000001000000",
+					"fe00006a00",
+					"00000022000000",
+				)
+			},
+			want: Response{Status: autocommit | mysql.SERVER_STATUS_NO_INDEX_USED, HasStatus: true, Results: 3, Rows: 2},
+		},
+		{
+			name:         "procedure with cursors, deprecated EOF",
+			cmd:          mysql.COM_STMT_EXECUTE,
+			deprecateEOF: true,
+			response: func(s *stream) {
+				s.captured(
+					"02",
+					"036465660000000132000c3f0001000000038100000000",
+					"03646566000000017901790c3f000b000000030000000000",
+					"00000200000002000000",
+					"fe00006a000000",
+					"02",
+					"036465660000000131000c3f0001000000038100000000",
+					"03646566000000017801780c3f000b000000030000000000",
+					"00000100000001000000",
+					"fe00006a000000",
+					"00000022000000",
+				)
+			},
+			want: Response{Status: autocommit | mysql.SERVER_STATUS_NO_INDEX_USED, HasStatus: true, Results: 3, Rows: 2},
+		},
+		{
+			name: "procedure with cursors: an empty result set",
+			cmd:  mysql.COM_STMT_EXECUTE,
+			response: func(s *stream) {
+				s.packet([]byte{1}).packet(columnDef("c")).packet(eofPacket(autocommit | more | cursor))
+				s.packet(eofPacket(autocommit | more | cursor))
+				s.packet(okPacket(autocommit))
+			},
+			want: Response{Status: autocommit, HasStatus: true, Results: 2},
 		},
 		{
 			name: "fetch from a cursor",
@@ -249,7 +332,20 @@ func equalResponse(a, b Response) bool {
 	}
 	a.Err, b.Err = nil, nil
 	return a.Status == b.Status && a.HasStatus == b.HasStatus && a.StmtID == b.StmtID &&
-		a.Results == b.Results && a.Rows == b.Rows && a.SchemaChanged == b.SchemaChanged
+		a.Results == b.Results && a.Rows == b.Rows && a.Cursor == b.Cursor &&
+		a.SchemaChanged == b.SchemaChanged
+}
+
+// captured appends packets given in hex, as a capture of a server's response shows them.
+func (s *stream) captured(packets ...string) *stream {
+	for _, h := range packets {
+		p, err := hex.DecodeString(h)
+		if err != nil {
+			panic(err)
+		}
+		s.packet(p)
+	}
+	return s
 }
 
 func TestForwardLocalInfile(t *testing.T) {

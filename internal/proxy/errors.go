@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 )
 
@@ -58,6 +59,16 @@ func errBackendLost(addr string, err error) *clientError {
 func errTooManyConnections(limit int) *clientError {
 	return &clientError{code: codeConCount, state: stateConnectionRefuse, msg: fmt.Sprintf(
 		"gatekeeper: too many connections (client.max_connections is %d); retry later", limit)}
+}
+
+func errTooManyLogins(bound string, c config.Client) *clientError {
+	what := fmt.Sprintf("%d connections are logging in at once (client.max_handshakes)", c.MaxHandshakes)
+	if bound == "max_handshakes_per_client" {
+		what = fmt.Sprintf("%d connections from your address are logging in at once (client.max_handshakes_per_client)", c.MaxHandshakesPerClient)
+	}
+	return &clientError{code: codeConCount, state: stateConnectionRefuse, msg: fmt.Sprintf(
+		"gatekeeper: too many connections: %s and none finished within client.handshake_timeout (%s); retry later",
+		what, c.HandshakeTimeout)}
 }
 
 func errTLSRequired() *clientError {

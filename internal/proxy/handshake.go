@@ -26,8 +26,7 @@ var errAuthRefused = errors.New("backend refused authentication")
 func (s *session) handshake() error {
 	cfg := s.cfg
 	m := s.metrics
-	start := time.Now()
-	deadline := start.Add(cfg.Client.HandshakeTimeout)
+	deadline := s.loginDeadline
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
 	_ = s.client.SetDeadline(deadline)
@@ -112,6 +111,10 @@ func (s *session) handshake() error {
 	s.autocommit = s.res.Status&mysql.SERVER_STATUS_AUTOCOMMIT != 0
 	s.inTxn = s.res.Status&mysql.SERVER_STATUS_IN_TRANS != 0
 	s.source = &dedicated{conn: backend}
+	// A backend that closes the connection while the client is idle (its wait_timeout, a
+	// restart, a KILL) closes the client's connection at once, as it would directly, so
+	// that the client's pool sees it and opens another.
+	s.backendWatch = s.adm.watch.watch(backend.NetConn(), s.backendHungUp)
 	_ = s.client.SetDeadline(time.Time{})
 	_ = backend.SetDeadline(time.Time{})
 	s.client.SetLimit(int(cfg.Client.MaxPacketSize))
@@ -258,4 +261,18 @@ func (s *session) greet(ctx context.Context, greeting []byte) (*protocol.Handsha
 		return nil, err
 	}
 	return resp, nil
+}
+
+// backendHungUp is called when the dedicated backend connection of a passthrough session
+// is closed by the server. An idle client is disconnected at once; a client in the middle
+// of a command sees the failure on that command.
+func (s *session) backendHungUp() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.idle || s.interrupted != "" {
+		return
+	}
+	s.backendBroken = true
+	s.metrics.backendClosedIdle.Inc()
+	s.interruptLocked("the backend closed the connection")
 }

@@ -11,22 +11,23 @@ import (
 // metrics are the proxy's Prometheus metrics. Per-command series are resolved once, so the
 // per-statement path only does atomic adds.
 type metrics struct {
-	connsOpen        prometheus.Gauge
-	connsTotal       prometheus.Counter
-	connsRefused     *prometheus.CounterVec
-	handshakeErrors  *prometheus.CounterVec
-	commands         [256]prometheus.Counter
-	statementSeconds [256]prometheus.Observer
-	clientBytesIn    prometheus.Counter
-	clientBytesOut   prometheus.Counter
-	backendDialErrs  *prometheus.CounterVec
-	backendLost      prometheus.Counter
-	protocolErrors   *prometheus.CounterVec
-	statements       prometheus.Counter // units that were autocommit statements
-	transactions     prometheus.Counter // units that were transactions
-	unitBusySeconds  prometheus.Observer
-	classified       [classify.NumKinds]prometheus.Counter
-	unsure           prometheus.Counter
+	connsOpen         prometheus.Gauge
+	connsTotal        prometheus.Counter
+	connsRefused      *prometheus.CounterVec
+	handshakeErrors   *prometheus.CounterVec
+	commands          [256]prometheus.Counter
+	statementSeconds  [256]prometheus.Observer
+	clientBytesIn     prometheus.Counter
+	clientBytesOut    prometheus.Counter
+	backendDialErrs   *prometheus.CounterVec
+	backendLost       prometheus.Counter
+	backendClosedIdle prometheus.Counter
+	protocolErrors    *prometheus.CounterVec
+	statements        prometheus.Counter // units that were autocommit statements
+	transactions      prometheus.Counter // units that were transactions
+	unitBusySeconds   prometheus.Observer
+	classified        [classify.NumKinds]prometheus.Counter
+	unsure            prometheus.Counter
 	admissionMetrics
 	refusedVec *prometheus.CounterVec
 }
@@ -71,6 +72,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		backendLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatekeeper_backend_lost_total",
 			Help: "Backend connections that broke during a command.",
+		}),
+		backendClosedIdle: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatekeeper_backend_closed_idle_total",
+			Help: "Passthrough client connections closed because the backend closed theirs while they were idle.",
 		}),
 		protocolErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatekeeper_client_protocol_errors_total",
@@ -120,7 +125,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.statementSeconds[c] = statements.WithLabelValues(protocol.CommandName(c))
 	}
 	reg.MustRegister(m.connsOpen, m.connsTotal, m.connsRefused, m.handshakeErrors, commands,
-		statements, m.clientBytesIn, m.clientBytesOut, m.backendDialErrs, m.backendLost,
+		statements, m.clientBytesIn, m.clientBytesOut, m.backendDialErrs, m.backendLost, m.backendClosedIdle,
 		m.protocolErrors, units, m.unitBusySeconds.(prometheus.Histogram), classified, m.unsure)
 	return m
 }

@@ -45,7 +45,7 @@ func (s *session) handshakePooled() error {
 	m := s.metrics
 	pooling := s.pooling
 	start := time.Now()
-	deadline := start.Add(cfg.Client.HandshakeTimeout)
+	deadline := s.loginDeadline
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
 	_ = s.client.SetDeadline(deadline)

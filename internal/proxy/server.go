@@ -33,8 +33,9 @@ type Server struct {
 	rec     *recorder
 	gate    *gate
 	pooling *pooling
-	// accept polices new connections at the listener.
+	// accept polices new connections at the listener; logins bounds those logging in.
 	accept atomic.Pointer[acceptPolicer]
+	logins *handshakeGate
 
 	nextID atomic.Uint64
 	open   atomic.Int64 // client connections open
@@ -68,6 +69,7 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		metrics:    newMetrics(reg),
 		rec:        &recorder{costs: costs, share: estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()), typeKey: key},
 		gate:       &gate{},
+		logins:     newHandshakeGate(cfg.Client.MaxHandshakes, cfg.Client.MaxHandshakesPerClient),
 		listeners:  map[net.Listener]struct{}{},
 		sessions:   map[*session]struct{}{},
 		byID:       map[uint32]*session{},
@@ -79,6 +81,10 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 	}
 	s.accept.Store(newAcceptPolicer(cfg.Admission.Accept, time.Now()))
 	s.metrics.registerAdmission(reg, s.adm.ctl, s.adm.policers.Load)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gatekeeper_client_handshakes",
+		Help: "Client connections logging in now (bounded by client.max_handshakes).",
+	}, func() float64 { return float64(s.logins.inProgress()) }))
 	if cfg.TLS.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
@@ -128,7 +134,7 @@ func (s *Server) Accounts(refresh func(ctx context.Context) bool) *auth.Store {
 // collaborators are what a session works with, handed over by the server that runs it.
 func (s *Server) collaborators() collaborators {
 	return collaborators{cfg: &s.cfg, log: s.log, metrics: s.metrics, adm: s.adm, rec: s.rec,
-		gate: s.gate, pooling: s.pooling, index: s}
+		gate: s.gate, pooling: s.pooling, index: s, logins: s.logins}
 }
 
 // sessionByID returns the session whose client knows it by id, or nil.

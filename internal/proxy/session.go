@@ -38,6 +38,8 @@ type collaborators struct {
 	pooling *pooling
 	// index finds another session by the id its client knows (KILL).
 	index sessionIndex
+	// logins bounds the connections logging in at once.
+	logins *handshakeGate
 }
 
 // sessionIndex finds a live session by the connection id its client knows.
@@ -91,6 +93,8 @@ type session struct {
 	// cred is what the proxy knows to log in as the client's user: in pooled mode always,
 	// in passthrough when auth.from_backend let it derive one at login.
 	cred auth.Credential
+	// backendWatch is the token of the watch on a passthrough backend's hang-up.
+	backendWatch uint64
 	// pl is the session's side of pooled mode; nil in passthrough.
 	pl *pooledState
 	// scramble is the challenge of the proxy's greeting (pooled mode), which a
@@ -104,6 +108,8 @@ type session struct {
 	clientText    string
 	since         time.Time
 	backendThread uint32
+	// loginDeadline ends the login: waiting for a slot and the handshake itself.
+	loginDeadline time.Time
 	// backendBroken is set when the backend connection failed or was left in the middle of
 	// an exchange: it must not be reused or sent anything more.
 	backendBroken bool
@@ -184,6 +190,7 @@ func newSession(c collaborators, id uint64, conn net.Conn) *session {
 		clientAddr:    addrOf(conn.RemoteAddr()),
 		clientText:    conn.RemoteAddr().String(),
 		since:         time.Now(),
+		loginDeadline: time.Now().Add(c.cfg.Client.HandshakeTimeout),
 		stmts:         map[uint32]statement{},
 		cls:           classify.New(),
 	}
@@ -195,7 +202,19 @@ func (s *session) run() {
 	if s.pooling != nil {
 		handshake = s.handshakePooled
 	}
-	if err := handshake(); err != nil {
+	ctx, cancel := context.WithDeadline(s.ctx, s.loginDeadline)
+	leave, refused := s.logins.enter(ctx, s.clientAddr)
+	cancel()
+	if refused != "" {
+		s.metrics.connsRefused.WithLabelValues(refused).Inc()
+		_ = s.client.SetWriteDeadline(time.Now().Add(time.Second))
+		sendError(s.client, errTooManyLogins(refused, s.cfg.Client))
+		s.backendBroken = true
+		return
+	}
+	err := handshake()
+	leave()
+	if err != nil {
 		s.log.Debug("handshake failed", "err", err)
 		return
 	}
@@ -237,7 +256,12 @@ func (s *session) awaitCommand() bool {
 	}
 	switch {
 	case reason != "" && errors.Is(err, os.ErrDeadlineExceeded):
-		s.log.Info("closing connection", "reason", reason)
+		if s.backendBroken {
+			// Counted; one line per client would flood the log when a database restarts.
+			s.log.Debug("closing connection", "reason", reason)
+		} else {
+			s.log.Info("closing connection", "reason", reason)
+		}
 	case errors.Is(err, protocol.ErrPacketTooLarge):
 		s.protocolError("packet_too_large", err)
 		sendError(s.client, errPacketTooLarge(int(s.cfg.Client.MaxPacketSize)))
@@ -315,6 +339,7 @@ func (s *session) close() {
 		_ = b.Close()
 	}
 	s.adm.watch.forget(s.watchToken)
+	s.adm.watch.forget(s.backendWatch)
 	_ = s.client.Close()
 	s.countBytes()
 	s.cancel()
