@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -39,8 +40,16 @@ func TestPrimaryUnreachable(t *testing.T) {
 		if !errors.As(err, &me) || !strings.HasPrefix(me.Message, "gatekeeper:") || !strings.Contains(me.Message, dead) {
 			t.Fatalf("err = %v, want a gatekeeper error naming %s", err, dead)
 		}
-		if me.Number != 2003 {
-			t.Errorf("error code %d, want 2003", me.Number)
+		if me.Number != 1043 || me.SQLState != [5]byte{'0', '8', 'S', '0', '1'} {
+			t.Errorf("error %d (%s), want 1043 (08S01)", me.Number, me.SQLState[:])
+		}
+		// The mariadb CLI (libmariadb) shows the proxy's message, not "malformed packet"
+		// (a CLI that tries TLS first wraps it in a note that it came before TLS).
+		_, port := hostPort(t, p.Addr)
+		out, _ := exec.Command(needTool(t, "mariadb"), "--no-defaults", "-h127.0.0.1", "-P"+port,
+			"-u"+env.User, "-p"+env.Password, "-e", "SELECT 1").CombinedOutput()
+		if !strings.Contains(string(out), "1043") || !strings.Contains(string(out), "gatekeeper: cannot reach the primary backend "+dead) {
+			t.Errorf("mariadb CLI says %q", out)
 		}
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("took %v, longer than the connect timeout", d)
@@ -175,8 +184,26 @@ func TestBackendDiesMidResponse(t *testing.T) {
 		cut.cut()
 		err = <-done
 		var me *mysql.MySQLError
-		if !errors.As(err, &me) || me.Number != 2013 || !strings.HasPrefix(me.Message, "gatekeeper: lost the connection to backend") {
-			t.Errorf("err = %v, want gatekeeper error 2013", err)
+		if !errors.As(err, &me) || me.Number != 1158 || !strings.HasPrefix(me.Message, "gatekeeper: lost the connection to backend") {
+			t.Errorf("err = %v, want gatekeeper error 1158", err)
+		}
+
+		// The same seen by the mariadb CLI (libmariadb): the message, not "malformed packet".
+		_, port := hostPort(t, p.Addr)
+		cli := exec.Command(needTool(t, "mariadb"), "--no-defaults", "-h127.0.0.1", "-P"+port,
+			"-u"+env.User, "-p"+env.Password, "-e", "DO SLEEP(5)")
+		var out strings.Builder
+		cli.Stdout, cli.Stderr = &out, &out
+		if err := cli.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "the CLI's statement to reach the backend", func() bool {
+			return metricValue(t, p, "gatekeeper_client_commands_total", map[string]string{"command": "query"}) >= 3
+		})
+		cut.cut()
+		_ = cli.Wait()
+		if !strings.Contains(out.String(), "ERROR 1158 (08S01) at line 1: gatekeeper: lost the connection to backend") {
+			t.Errorf("mariadb CLI says %q", out.String())
 		}
 	})
 }

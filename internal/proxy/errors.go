@@ -12,18 +12,21 @@ import (
 )
 
 // MySQL error codes the proxy sends. Where a server code fits, it is used, so that drivers
-// recognise the condition; connection-level failures use the client-library codes that
-// drivers already treat as "connection lost, retry on a new one".
+// recognise the condition. Connection-level failures use server codes with SQLSTATE 08S01
+// (communication link failure), never the client library's own codes (2003, 2013): libmariadb,
+// under the mariadb CLI and many drivers, reads an ERR packet that carries such a code as a
+// malformed packet (2027) and loses the message, while 08S01 is what JDBC drivers and their
+// pools take for a broken connection, to discard and replace. docs/errors.md lists them.
 const (
-	codeConCount          = 1040 // ER_CON_COUNT_ERROR: too many connections
-	codeHandshake         = 1043 // ER_HANDSHAKE_ERROR: bad handshake
-	codeUnknownCommand    = 1047 // ER_UNKNOWN_COM_ERROR
-	codePacketTooLarge    = 1153 // ER_NET_PACKET_TOO_LARGE
-	codeSecureTransport   = 3159 // ER_SECURE_TRANSPORT_REQUIRED
-	codeConnectHost       = 2003 // CR_CONN_HOST_ERROR: cannot connect to the server
-	codeServerLost        = 2013 // CR_SERVER_LOST: lost connection during query
-	stateConnection       = "08S01"
-	stateGeneral          = "HY000"
+	codeConCount        = 1040 // ER_CON_COUNT_ERROR: too many connections
+	codeHandshake       = 1043 // ER_HANDSHAKE_ERROR: bad handshake; also the backend cannot be reached
+	codeUnknownCommand  = 1047 // ER_UNKNOWN_COM_ERROR
+	codePacketTooLarge  = 1153 // ER_NET_PACKET_TOO_LARGE
+	codeNetRead         = 1158 // ER_NET_READ_ERROR: the backend connection broke
+	codeSecureTransport = 3159 // ER_SECURE_TRANSPORT_REQUIRED
+	stateConnection     = "08S01"
+	stateGeneral        = "HY000"
+	// stateConnectionRefuse is the state of a connection refused at login.
 	stateConnectionRefuse = "08004"
 )
 
@@ -45,13 +48,13 @@ func (e *clientError) Error() string {
 func (e *clientError) Unwrap() error { return e.err }
 
 func errBackendUnreachable(role, addr string, err error) *clientError {
-	return &clientError{code: codeConnectHost, state: stateGeneral, err: err, msg: fmt.Sprintf(
+	return &clientError{code: codeHandshake, state: stateConnection, err: err, msg: fmt.Sprintf(
 		"gatekeeper: cannot reach the %s backend %s (%s); check that it runs and that backends.%s is right",
 		role, addr, shortCause(err), role)}
 }
 
 func errBackendLost(addr string, err error) *clientError {
-	return &clientError{code: codeServerLost, state: stateGeneral, err: err, msg: fmt.Sprintf(
+	return &clientError{code: codeNetRead, state: stateConnection, err: err, msg: fmt.Sprintf(
 		"gatekeeper: lost the connection to backend %s during the command (%s); reconnect and retry if the command is safe to repeat",
 		addr, shortCause(err))}
 }
@@ -87,7 +90,7 @@ func errBadHandshake(err error) *clientError {
 }
 
 func errBackendTLS(addr string, err error) *clientError {
-	return &clientError{code: codeConnectHost, state: stateGeneral, err: err, msg: fmt.Sprintf(
+	return &clientError{code: codeHandshake, state: stateConnection, err: err, msg: fmt.Sprintf(
 		"gatekeeper: TLS to backend %s failed (%s); check backends.tls", addr, shortCause(err))}
 }
 

@@ -550,7 +550,7 @@ func errLease(addr string, err error, waited time.Duration, cfg config.Pools) *c
 			"gatekeeper: the backend %s refused the proxy's login as this user (%s); check that the user's password in auth.users_file matches the database's",
 			addr, shortCause(err))}
 	case errors.Is(err, backend.ErrSync):
-		return &clientError{code: codeServerLost, state: stateGeneral, err: err, msg: fmt.Sprintf(
+		return &clientError{code: codeNetRead, state: stateConnection, err: err, msg: fmt.Sprintf(
 			"gatekeeper: cannot carry the session's state to a connection to %s (%s); the statement was not run, retry it",
 			addr, shortCause(err))}
 	}
