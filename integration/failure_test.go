@@ -277,6 +277,19 @@ func TestMalformedHandshake(t *testing.T) {
 		if err := openDB(t, p.Addr, "").Ping(); err != nil {
 			t.Fatal(err)
 		}
+
+		// A login packet over 64 KiB is refused with a reason, and counted as malformed.
+		c2, _ := rawConnect(t, p.Addr)
+		huge := make([]byte, 70<<10)
+		binary.LittleEndian.PutUint32(huge, mysql_CLIENT_PROTOCOL_41|mysql_CLIENT_SECURE_CONNECTION)
+		writeRaw(t, c2, 1, huge)
+		p3 := readRaw(t, c2)
+		if p3[0] != 0xff || binary.LittleEndian.Uint16(p3[1:]) != 1153 || !bytes.Contains(p3, []byte("gatekeeper: got a packet bigger than")) {
+			t.Fatalf("reply to a 70 KiB login = %q, want a gatekeeper error 1153", p3)
+		}
+		if v := metricValue(t, p, "gatekeeper_client_handshake_failures_total", map[string]string{"reason": "malformed"}); v < 1 {
+			t.Errorf("handshake failures for malformed = %v, want the oversized login counted", v)
+		}
 	})
 }
 
@@ -312,8 +325,9 @@ func TestOversizedPacket(t *testing.T) {
 		if err == nil {
 			t.Fatal("a 2 MiB statement through a 1 MiB limit succeeded")
 		}
+		// The client reads the proxy's error, not a reset of the connection.
 		var me *mysql.MySQLError
-		if errors.As(err, &me) && (me.Number != 1153 || !strings.HasPrefix(me.Message, "gatekeeper:")) {
+		if !errors.As(err, &me) || me.Number != 1153 || !strings.HasPrefix(me.Message, "gatekeeper:") {
 			t.Errorf("err = %v, want gatekeeper error 1153", err)
 		}
 		waitFor(t, 5*time.Second, "the session to end", func() bool { return p.Open() == 0 })

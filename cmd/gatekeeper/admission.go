@@ -92,13 +92,19 @@ func (r *reloader) reload() error {
 		r.log.Error("configuration reload refused; the running configuration stays", "err", err)
 		return err
 	}
-	if err := r.costs.Reconfigure(estimatorConfig(next.Estimator)); err != nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Admission first: if it refuses the new settings nothing has changed yet; if the
+	// estimator then refuses its own, admission goes back to the running settings. Either
+	// way the running configuration stays whole, as the log line says.
+	if err := r.srv.ReloadAdmission(next.Admission); err != nil {
 		r.log.Error("configuration reload refused; the running configuration stays", "err", err)
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.srv.ReloadAdmission(next.Admission); err != nil {
+	if err := r.costs.Reconfigure(estimatorConfig(next.Estimator)); err != nil {
+		if rerr := r.srv.ReloadAdmission(r.cur.Admission); rerr != nil {
+			r.log.Error("cannot restore the running admission settings", "err", rerr)
+		}
 		r.log.Error("configuration reload refused; the running configuration stays", "err", err)
 		return err
 	}

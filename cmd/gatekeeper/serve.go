@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
@@ -66,6 +67,12 @@ func newServeCommand() *cobra.Command {
 	return cmd
 }
 
+// driverLogger sends go-sql-driver's own messages (about the monitor's and the accounts'
+// connections) to the structured log, where they would otherwise bypass it.
+type driverLogger struct{ log *slog.Logger }
+
+func (l driverLogger) Print(v ...any) { l.log.Debug("go-sql-driver", "message", fmt.Sprint(v...)) }
+
 func newLogger(c config.Log) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level)) // validated already
@@ -79,6 +86,7 @@ func newLogger(c config.Log) *slog.Logger {
 // serve runs the proxy and its admin listener until ctx ends, then drains. load re-reads
 // the configuration for a reload.
 func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), log *slog.Logger) error {
+	_ = mysql.SetLogger(driverLogger{log})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),

@@ -43,6 +43,7 @@ func (c *Conn) ReadCommand(cmd *Command) error {
 		return fmt.Errorf("%w: empty command", ErrMalformed)
 	}
 	if c.limit > 0 && n > c.limit {
+		c.refused = n
 		return fmt.Errorf("%w: more than %d bytes", ErrPacketTooLarge, c.limit)
 	}
 	keep := min(n, commandBufferLimit)
@@ -82,6 +83,7 @@ func (c *Conn) ForwardCommand(cmd *Command, b *Conn) error {
 		}
 		total += n
 		if c.limit > 0 && total > c.limit {
+			c.refused = n
 			return fmt.Errorf("%w: more than %d bytes", ErrPacketTooLarge, c.limit)
 		}
 		if err := b.writeHeader(n); err != nil {

@@ -60,6 +60,8 @@ type Conn struct {
 	// ioErr is the first error of the connection underneath, kept to tell which side of a
 	// relay failed.
 	ioErr error
+	// refused is the unread length of the frame of a packet refused as too large; -1 none.
+	refused int
 	// CheckIdle's callback, bound once, and what it saw.
 	peekFn  func(fd uintptr) bool
 	peekErr error
@@ -68,7 +70,7 @@ type Conn struct {
 
 // NewConn wraps c. Sockets get their reads and writes through rawConn.
 func NewConn(c net.Conn) *Conn {
-	cc := &Conn{netConn: newRawConn(c)}
+	cc := &Conn{netConn: newRawConn(c), refused: -1}
 	cc.r = bufio.NewReaderSize(readCounter{cc}, readBufferSize)
 	cc.w = bufio.NewWriterSize(writeCounter{cc}, writeBufferSize)
 	return cc
@@ -225,6 +227,7 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 			return nil, err
 		}
 		if c.limit > 0 && len(c.buf)+n > c.limit {
+			c.refused = n
 			return nil, fmt.Errorf("%w: more than %d bytes", ErrPacketTooLarge, c.limit)
 		}
 		if err := c.appendPayload(n); err != nil {
@@ -295,6 +298,7 @@ func (c *Conn) forwardFrames(dst *Conn, n int) error {
 	for {
 		total += n
 		if c.limit > 0 && total > c.limit {
+			c.refused = n
 			return fmt.Errorf("%w: more than %d bytes", ErrPacketTooLarge, c.limit)
 		}
 		if err := dst.writeHeader(n); err != nil {
@@ -431,4 +435,27 @@ func (c *Conn) peek(fd uintptr) bool {
 		c.peekErr = errors.New("data arrived unasked")
 	}
 	return true
+}
+
+// DiscardRefused reads and drops the rest of a packet refused as too large (after
+// ReadPacket or ReadCommand returned ErrPacketTooLarge), frame by frame, until the deadline.
+// A connection closed with an error message must first take in what the peer is still
+// sending: closing on unread data makes the kernel reset the connection, and the peer would
+// see the reset, not the message.
+func (c *Conn) DiscardRefused(deadline time.Time) error {
+	_ = c.SetReadDeadline(deadline)
+	for n := c.refused; n >= 0; {
+		if _, err := io.CopyN(io.Discard, c.r, int64(n)); err != nil {
+			return err
+		}
+		if n < MaxFramePayload {
+			break
+		}
+		var err error
+		if n, err = c.readHeader(); err != nil {
+			return err
+		}
+	}
+	c.refused = -1
+	return nil
 }

@@ -179,9 +179,17 @@ func (s *session) connectBackend(ctx context.Context, addr string, deadline time
 func (s *session) clientGone(err error) error {
 	reason := "client_gone"
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	switch {
+	case errors.Is(err, protocol.ErrPacketTooLarge):
+		reason = "malformed"
+		s.log.Warn("closing client connection: login packet over 64 KiB", "err", err)
+		s.refuseTooLarge(handshakeLimit)
+	case errors.As(err, &ne) && ne.Timeout():
 		reason = "timeout"
-		s.log.Info("handshake timed out (client.handshake_timeout)", "err", err)
+		// One line for every socket that connects and never speaks would flood the log.
+		if n, ok := s.gate.timeouts.allow(time.Now()); ok {
+			s.log.Info("handshakes timed out (client.handshake_timeout)", "since_last_line", n, "err", err)
+		}
 	}
 	s.metrics.handshakeErrors.WithLabelValues(reason).Inc()
 	s.backendBroken = true

@@ -58,3 +58,22 @@ func TestHandshakeGate(t *testing.T) {
 		}
 	}
 }
+
+// 2000 sockets whose handshakes time out write a line a minute, not 2000 lines.
+func TestLogEvery(t *testing.T) {
+	l := logEvery{period: time.Minute}
+	start := time.Unix(1000, 0)
+	lines, counted := 0, 0
+	for i := range 2000 {
+		if n, ok := l.allow(start.Add(time.Duration(i) * 10 * time.Millisecond)); ok {
+			lines++
+			counted += n
+		}
+	}
+	if lines != 1 || counted != 1 {
+		t.Errorf("%d lines counting %d timeouts in 20 s, want 1 line", lines, counted)
+	}
+	if n, ok := l.allow(start.Add(2 * time.Minute)); !ok || n != 2000 {
+		t.Errorf("the next line after a minute: %v, %d; want it, counting 2000 (the 1999 left out and itself)", ok, n)
+	}
+}

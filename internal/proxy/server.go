@@ -68,7 +68,7 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		log:        log,
 		metrics:    newMetrics(reg),
 		rec:        &recorder{costs: costs, share: estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()), typeKey: key},
-		gate:       &gate{},
+		gate:       &gate{timeouts: logEvery{period: time.Minute}},
 		logins:     newHandshakeGate(cfg.Client.MaxHandshakes, cfg.Client.MaxHandshakesPerClient),
 		listeners:  map[net.Listener]struct{}{},
 		sessions:   map[*session]struct{}{},

@@ -68,6 +68,30 @@ type gate struct {
 	accounts   *auth.Store
 	refresh    func(ctx context.Context) bool
 	derived    *prometheus.CounterVec
+	// timeouts limits the log lines of timed-out handshakes.
+	timeouts logEvery
+}
+
+// logEvery lets one log line of a kind through at most every period, counting the
+// occurrences in between.
+type logEvery struct {
+	period time.Duration
+	mu     sync.Mutex
+	last   time.Time
+	n      int
+}
+
+// allow counts an occurrence and says whether to log it, with how many occurrences there
+// were since the last line (this one included).
+func (l *logEvery) allow(now time.Time) (n int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	if !l.last.IsZero() && now.Sub(l.last) < l.period {
+		return 0, false
+	}
+	n, l.n, l.last = l.n, 0, now
+	return n, true
 }
 
 // session serves one client connection.
@@ -264,7 +288,7 @@ func (s *session) awaitCommand() bool {
 		}
 	case errors.Is(err, protocol.ErrPacketTooLarge):
 		s.protocolError("packet_too_large", err)
-		sendError(s.client, errPacketTooLarge(int(s.cfg.Client.MaxPacketSize)))
+		s.refuseTooLarge(int(s.cfg.Client.MaxPacketSize))
 	case errors.Is(err, protocol.ErrMalformed):
 		s.protocolError("malformed", err)
 		sendError(s.client, errMalformedPacket(err))
@@ -525,7 +549,7 @@ func (s *session) fail(cmd byte, err error, written uint64) {
 	switch {
 	case errors.Is(err, protocol.ErrPacketTooLarge):
 		s.protocolError("packet_too_large", err)
-		sendError(s.client, errPacketTooLarge(int(s.cfg.Client.MaxPacketSize)))
+		s.refuseTooLarge(int(s.cfg.Client.MaxPacketSize))
 	case s.client.IOErr() != nil:
 		s.log.Debug("client connection lost during a command", "command", protocol.CommandName(cmd), "err", err)
 	default:
@@ -537,6 +561,13 @@ func (s *session) fail(cmd byte, err error, written uint64) {
 			sendError(s.client, errBackendLost(s.backendAddr, err))
 		}
 	}
+}
+
+// refuseTooLarge tells the client its packet is over limit and takes in the rest of the
+// packet (for at most 2 s), so that the client reads the error, not a reset.
+func (s *session) refuseTooLarge(limit int) {
+	sendError(s.client, errPacketTooLarge(limit))
+	_ = s.client.DiscardRefused(time.Now().Add(2 * time.Second))
 }
 
 func (s *session) protocolError(reason string, err error) {
