@@ -88,6 +88,9 @@ type Dialer struct {
 	Addr string
 	// ConnectTimeout bounds dialing and reading the greeting; zero means 5s.
 	ConnectTimeout time.Duration
+	// DeadAfter gives up a connection whose server sends no answer at all, not even to
+	// TCP keepalive probes, for this long (see NetDialer); zero keeps the system's defaults.
+	DeadAfter time.Duration
 	// TLS returns the TLS configuration for a backend that does or does not offer TLS, or
 	// nil for none; an error when TLS is required but not offered. Nil: no TLS.
 	TLS func(addr string, offered bool) (*tls.Config, error)
@@ -193,8 +196,7 @@ func (d *Dialer) Dial(ctx context.Context, w *Want) (*Conn, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	nd := net.Dialer{KeepAlive: 30 * time.Second}
-	nc, err := nd.DialContext(dctx, "tcp", d.Addr)
+	nc, err := NetDialer(timeout, d.DeadAfter).DialContext(dctx, "tcp", d.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", d.Addr, err)
 	}

@@ -91,7 +91,13 @@ type Backends struct {
 	Replicas []string `mapstructure:"replicas"`
 	// ConnectTimeout bounds dialing a backend and reading its greeting. Default 5s.
 	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
-	TLS            BackendTLS    `mapstructure:"tls"`
+	// DeadAfter gives up a backend connection that gets no answer at all from the
+	// server's machine, not even to TCP keepalive probes, for this long: a statement in
+	// flight behind a dead link or a blackhole then fails instead of hanging. A server busy
+	// with a long statement still answers probes. Default 30s; 0 keeps the system's TCP
+	// defaults (minutes).
+	DeadAfter time.Duration `mapstructure:"dead_after"`
+	TLS       BackendTLS    `mapstructure:"tls"`
 }
 
 // TLS modes towards backends, named as MySQL clients name them (--ssl-mode).
@@ -349,6 +355,7 @@ func Default() Config {
 			Primary:        "127.0.0.1:3306",
 			Replicas:       []string{},
 			ConnectTimeout: 5 * time.Second,
+			DeadAfter:      30 * time.Second,
 			TLS:            BackendTLS{Mode: TLSDisabled},
 		},
 		Mode: ModePassthrough,

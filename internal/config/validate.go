@@ -80,6 +80,9 @@ func (c *Config) Validate() error {
 	if c.Backends.ConnectTimeout <= 0 {
 		bad("backends.connect_timeout", "must be positive, such as 5s")
 	}
+	if c.Backends.DeadAfter < 0 || (c.Backends.DeadAfter > 0 && c.Backends.DeadAfter < time.Second) {
+		bad("backends.dead_after", "must be 0 (the system's TCP defaults) or at least 1s, such as 30s")
+	}
 	oneOf("backends.tls.mode", c.Backends.TLS.Mode,
 		TLSDisabled, TLSPreferred, TLSRequired, TLSVerifyCA, TLSVerifyIdentity)
 	readable("backends.tls.ca_file", c.Backends.TLS.CAFile)

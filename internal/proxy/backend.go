@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 )
@@ -34,9 +35,8 @@ func (d *dedicated) acquire(context.Context) (*protocol.Conn, error) { return d.
 func (d *dedicated) release(*protocol.Conn)                          {}
 
 // dialBackend opens a TCP connection to addr within the connect timeout.
-func dialBackend(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
+func dialBackend(ctx context.Context, addr string, timeout, deadAfter time.Duration) (net.Conn, error) {
+	c, err := backend.NetDialer(timeout, deadAfter).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

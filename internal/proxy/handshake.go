@@ -134,7 +134,7 @@ func (s *session) connectBackend(ctx context.Context, addr string, deadline time
 	}
 	dctx, cancel := context.WithDeadline(ctx, connectBy)
 	defer cancel()
-	nc, err := dialBackend(dctx, addr, timeout)
+	nc, err := dialBackend(dctx, addr, timeout, s.cfg.Backends.DeadAfter)
 	if err != nil {
 		m.backendDialErrs.WithLabelValues(addr).Inc()
 		return nil, nil, errBackendUnreachable("primary", addr, err)

@@ -45,7 +45,8 @@ type pooling struct {
 
 func newPooling(cfg config.Config, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) *pooling {
 	m := backend.NewMetrics(reg)
-	dialer := &backend.Dialer{Addr: cfg.Backends.Primary, ConnectTimeout: cfg.Backends.ConnectTimeout, TLS: tlsFor}
+	dialer := &backend.Dialer{Addr: cfg.Backends.Primary, ConnectTimeout: cfg.Backends.ConnectTimeout,
+		DeadAfter: cfg.Backends.DeadAfter, TLS: tlsFor}
 	pc := backend.PoolConfig{
 		MaxOpen: cfg.Pools.MaxOpen, MaxIdle: cfg.Pools.MaxIdle, IdleTimeout: cfg.Pools.IdleTimeout,
 		MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
@@ -95,7 +96,7 @@ func (p *pooling) primaryGreeting(ctx context.Context, addr string, timeout time
 	if g := p.greeting.Load(); g != nil {
 		return g, nil
 	}
-	nc, err := dialBackend(ctx, addr, timeout)
+	nc, err := dialBackend(ctx, addr, timeout, 0)
 	if err != nil {
 		return nil, err
 	}
