@@ -100,19 +100,36 @@ type Dialer struct {
 	names sync.Map
 }
 
-// loginNames returns the character set and collation names of collation id, asking the
-// server over c the first time; nil when it cannot tell.
+// loginNames returns the character set and collation names a fresh login with collation
+// id gets, asking the server over c, which has just logged in, the first time; nil when it
+// cannot tell.
 func (d *Dialer) loginNames(c *Conn, id byte) *loginNames {
+	if n := d.knownNames(id); n != nil {
+		return n
+	}
+	n := c.queryNames()
+	if n != nil {
+		d.names.Store(id, n)
+	}
+	return n
+}
+
+// knownNames returns what a fresh login with collation id got, or nil when no connection
+// has logged in with it yet.
+func (d *Dialer) knownNames(id byte) *loginNames {
 	if v, ok := d.names.Load(id); ok {
 		return v.(*loginNames)
 	}
+	return nil
+}
+
+// queryNames asks the server for c's character set and collation; nil when it cannot tell.
+func (c *Conn) queryNames() *loginNames {
 	row, err := c.queryRow("SELECT @@character_set_client, @@collation_connection")
 	if err != nil || len(row) != 2 {
 		return nil
 	}
-	n := &loginNames{charset: row[0], collation: row[1]}
-	d.names.Store(id, n)
-	return n
+	return &loginNames{charset: row[0], collation: row[1]}
 }
 
 // Conn is a connection the proxy opened and logged in itself. It belongs to one lease at

@@ -209,11 +209,19 @@ func TestSyncCarriesTheSessionState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before = len(fc.Commands())
 	if err := l.Conn().Sync(ctx, w2, c, false); err != nil {
 		t.Fatal(err)
 	}
-	if fc.User() != "other" || len(settings(fc.Vars())) != 0 {
-		t.Errorf("server user %q vars %v, want other and no variables", fc.User(), fc.Vars())
+	v := settings(fc.Vars())
+	for name := range charsetVars {
+		delete(v, name) // SET NAMES gives them a fresh login's values
+	}
+	if fc.User() != "other" || len(v) != 0 {
+		t.Errorf("server user %q vars %v, want other and no variables but the character set's", fc.User(), fc.Vars())
+	}
+	if cmds := fc.Commands()[before:]; len(cmds) < 2 || cmds[0].Byte != mysql.COM_CHANGE_USER || !strings.HasPrefix(cmds[1].Text, "SET NAMES ") {
+		t.Errorf("commands = %v, want COM_CHANGE_USER, then SET NAMES", cmds)
 	}
 	l.Release()
 	if srv.Logins() != 1 {

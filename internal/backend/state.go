@@ -146,6 +146,10 @@ func (c *Conn) Sync(ctx context.Context, w *Want, s *State, needLastInsertID boo
 		setup = c.caps&mysql.CLIENT_SESSION_TRACK != 0
 	}
 	var cmds [][]byte
+	if setup && c.names != nil {
+		// A fresh login's names: a change of user may have left others (see setNames).
+		cmds = append(cmds, c.names.setNames())
+	}
 	set, ok := setStatement(c.vars, s.vars, c.names)
 	if !ok {
 		// Variables the session never set, whose login value the proxy does not know:
@@ -191,6 +195,9 @@ func (c *Conn) Adopt(s *State) {
 func (c *Conn) Reset() error {
 	c.forgetSession()
 	cmds := [][]byte{{mysql.COM_RESET_CONNECTION}}
+	if c.names != nil {
+		cmds = append(cmds, c.names.setNames())
+	}
 	if c.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 		cmds = append(cmds, []byte(trackingSetup))
 	}
@@ -232,7 +239,11 @@ func (c *Conn) changeUser(ctx context.Context, w *Want, s *State) error {
 	if err := c.finishAuth(ctx, protocol.NativePassword, c.scramble, w.Credential, secure); err != nil {
 		return err
 	}
-	c.names = c.dialer.loginNames(c, s.Charset)
+	// What a fresh login with this collation got, which Sync then sets; else what this
+	// one got, not kept for others.
+	if c.names = c.dialer.knownNames(s.Charset); c.names == nil {
+		c.names = c.queryNames()
+	}
 	return nil
 }
 
@@ -246,6 +257,17 @@ var charsetVars = map[string]bool{
 // loginNames are the character set and collation of a connection's login, which SET NAMES
 // takes to undo a session's own.
 type loginNames struct{ charset, collation string }
+
+// setNames is the SET NAMES that gives a connection the names of a fresh login. A reset or
+// a change of user does not always: MariaDB 10.11 gives a login with a collation id it
+// does not know (255, MySQL 8's default, which go-mysql sends) its default character set,
+// utf8mb4, but resets such a session to utf8mb3.
+func (n *loginNames) setNames() []byte {
+	b := append([]byte(nil), "SET NAMES "...)
+	b = appendValue(b, "", n.charset)
+	b = append(b, " COLLATE "...)
+	return appendValue(b, "", n.collation)
+}
 
 // setStatement is the SET that takes a connection from its variables to want's, or nil.
 // A variable the connection has and want does not goes back to its value at login: the
@@ -268,10 +290,7 @@ func setStatement(have, want *varSet, names *loginNames) (set []byte, ok bool) {
 	}
 	var b []byte
 	if namesDone {
-		b = append(b, "SET NAMES "...)
-		b = appendValue(b, "", names.charset)
-		b = append(b, " COLLATE "...)
-		b = appendValue(b, "", names.collation)
+		b = names.setNames()
 	}
 	item := func(b []byte) []byte {
 		if b == nil {

@@ -222,8 +222,9 @@ func AppendChangeUser(b []byte, l *Login) []byte {
 }
 
 // StripSessionState rewrites an OK packet of a connection with CLIENT_SESSION_TRACK for a
-// client without it: the info string loses its length prefix and the session-state records
-// and their status flag go. It appends the result to dst.
+// client without it: the session-state records and their status flag go, and the info
+// string stays as the server sends it to such a client, length-prefixed, or absent when it
+// is empty (MariaDB's net_send_ok; libmariadb reads it so). It appends the result to dst.
 func StripSessionState(dst, p []byte) ([]byte, error) {
 	if len(p) < 1 || (p[0] != headerOK && p[0] != headerEOF) {
 		return dst, fmt.Errorf("%w: not an OK packet", ErrMalformed)
@@ -246,11 +247,14 @@ func StripSessionState(dst, p []byte) ([]byte, error) {
 	if len(rest) == 0 {
 		return dst, nil
 	}
-	info, _, ok := readLenencString(rest)
+	info, n, ok := readLenencString(rest)
 	if !ok {
 		return dst, fmt.Errorf("%w: OK packet: info", ErrMalformed)
 	}
-	return append(dst, info...), nil
+	if len(info) == 0 {
+		return dst, nil
+	}
+	return append(dst, rest[:n]...), nil
 }
 
 // StateChange is one session-state record of an OK packet.

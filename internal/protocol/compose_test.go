@@ -110,8 +110,13 @@ func TestStripSessionState(t *testing.T) {
 	if ok.AffectedRows != 3 || ok.LastInsertID != 7 || ok.Status != mysql.SERVER_STATUS_AUTOCOMMIT || ok.Warnings != 1 {
 		t.Errorf("stripped OK = %+v", ok)
 	}
-	if !bytes.HasSuffix(p, []byte("info")) || bytes.Contains(p, []byte("latin1")) {
-		t.Errorf("stripped OK %q: want the info as the rest of the packet and no records", p)
+	if !bytes.HasSuffix(p, []byte("\x04info")) || bytes.Contains(p, []byte("latin1")) {
+		t.Errorf("stripped OK %q: want the info, length-prefixed as the server sends it, and no records", p)
+	}
+	// State changed, no info: the server sends an empty info only beside records.
+	empty := append(AppendOK(nil, 0, 0, mysql.SERVER_SESSION_STATE_CHANGED, 0), 0, 3, 2, 1, '1')
+	if q, err := StripSessionState(nil, empty); err != nil || !bytes.Equal(q, AppendOK(nil, 0, 0, 0, 0)) {
+		t.Errorf("an OK with records and no info: %x, %v; want %x", q, err, AppendOK(nil, 0, 0, 0, 0))
 	}
 	short := AppendOK(nil, 0, 0, 2, 0)
 	if q, err := StripSessionState(nil, short); err != nil || !bytes.Equal(q, short) {

@@ -316,6 +316,11 @@ func (x *Relay) forwardResultSet(cmd byte, n int, res *Response) error {
 	if err != nil {
 		return err
 	}
+	if first == headerERR && n < MaxFramePayload {
+		// A statement executed into a cursor that failed once its metadata was out: the
+		// error takes the place of the EOF.
+		return x.terminal(n, first, res)
+	}
 	if !isEOF(first, n, false) {
 		return fmt.Errorf("%w: expected EOF after column definitions", ErrMalformed)
 	}

@@ -213,6 +213,36 @@ func TestForwardResponse(t *testing.T) {
 			want: Response{Status: autocommit | mysql.SERVER_STATUS_NO_INDEX_USED, HasStatus: true, Results: 3, Rows: 2},
 		},
 		{
+			// SELECT f() executed into a cursor, f a function created in strict mode that
+			// returns 1e200 as a TINYINT: the statement fails while the cursor is filled,
+			// after MariaDB 10.11 sent the metadata.
+			name: "cursor whose statement fails after its metadata",
+			cmd:  mysql.COM_STMT_EXECUTE,
+			response: func(s *stream) {
+				s.captured(
+					"01",
+					"036465660000000a7368705f7265743128290a7368705f7265743128290c3f0004000000010000000000",
+					"fff0042332323030334f7574206f662072616e67652076616c756520666f7220636f6c756d6e20277368705f7265743128292720617420726f772030",
+				)
+			},
+			want: Response{Results: 1, Err: &ServerError{Code: 1264, State: "22003",
+				Message: "Out of range value for column 'shp_ret1()' at row 0"}},
+		},
+		{
+			name:         "cursor whose statement fails after its metadata, deprecated EOF",
+			cmd:          mysql.COM_STMT_EXECUTE,
+			deprecateEOF: true,
+			response: func(s *stream) {
+				s.captured(
+					"01",
+					"036465660000000a7368705f7265743128290a7368705f7265743128290c3f0004000000010000000000",
+					"fff0042332323030334f7574206f662072616e67652076616c756520666f7220636f6c756d6e20277368705f7265743128292720617420726f772030",
+				)
+			},
+			want: Response{Results: 1, Err: &ServerError{Code: 1264, State: "22003",
+				Message: "Out of range value for column 'shp_ret1()' at row 0"}},
+		},
+		{
 			name: "procedure with cursors: an empty result set",
 			cmd:  mysql.COM_STMT_EXECUTE,
 			response: func(s *stream) {

@@ -110,7 +110,7 @@ func (s *session) localPooled(cmd byte) (handled, keep bool) {
 		}
 		if cmd == mysql.COM_STMT_FETCH && (pl.lease == nil || !pl.stmts[id].cursor) {
 			sendError(s.client, &clientError{code: 1421, state: stateGeneral,
-				msg: "The statement (" + strconv.FormatUint(uint64(id), 10) + ") has no open cursor."})
+				msg: "The statement (" + strconv.FormatUint(uint64(id), 10) + ") has no open cursor"})
 			return true, s.client.IOErr() == nil
 		}
 	case mysql.COM_QUERY:
