@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ type Request struct {
 	Accepted bool
 	// Conn identifies the client connection, for listings.
 	Conn uint64
+	// Unmeasured says that Cost is a default, not a measurement: the unit's type has no
+	// sample yet. Admission charges such a unit coldCharge instead, and counts it lengthy
+	// under the reserve, until its type is measured.
+	Unmeasured bool
 }
 
 // Heap slots of Ticket.pos.
@@ -48,6 +53,8 @@ const (
 	slotBound           // the aging-bound heap
 	slotDeadline        // the deadline heap
 	slotRunning         // the running units' heap
+	slotQuick           // the quick units waiting under fifo with the reserve
+	numSlots
 )
 
 // Ticket carries one unit through admission. The caller owns it and may reuse it for its
@@ -66,11 +73,15 @@ type Ticket struct {
 	// end is when the admitted unit is expected to end: its admission plus its expected
 	// service time.
 	end time.Time
-	pos [4]int
+	pos [numSlots]int
 	// gated: the unit holds an active slot of the session gate.
 	gated bool
 	// lane: the unit runs in the lengthy lane, inside the reserve.
 	lane bool
+	// lengthy: the admitted unit's cost counts in the lengthy load.
+	lengthy bool
+	// lengthyWait: the waiting unit counts against the lengthy units' share of the queue.
+	lengthyWait bool
 	// held: the transaction waits aside for an open transaction to end.
 	held bool
 	// parked: the lengthy unit waits aside for room in the lengthy lane.
@@ -100,6 +111,10 @@ type Controller struct {
 	running  int
 	openTxns int
 	lane     int // lengthy units running inside the reserve
+	// lengthyLoad is the part of load that lengthy units hold (with the reserve on).
+	lengthyLoad time.Duration
+	// lengthyWaiting counts the lengthy units waiting for capacity (with the reserve on).
+	lengthyWaiting int
 
 	order     heap      // units waiting for capacity, in discipline order
 	bound     heap      // the same units by bound (SJF with Aging or LastCall only)
@@ -116,6 +131,10 @@ type Controller struct {
 	// that the quick units the reserve is for are not held behind them. Which goes first, a
 	// parked unit or the queue's next, is the discipline's choice (see dispatch).
 	parked heap
+	// quick are the quick units of order, in arrival order, under fifo with the reserve:
+	// when the queue's head is a lengthy unit waiting for room, they go past it into the
+	// reserve (see quickPast).
+	quick heap
 
 	gate    gate
 	reserve reserve
@@ -148,6 +167,7 @@ func New(cfg Config, clock Clock) *Controller {
 	c.parked = heap{less: parkedOrder(cfg), slot: slotOrder}
 	c.bound = heap{less: byBound, slot: slotBound}
 	c.order = heap{less: orderFor(cfg), slot: slotOrder}
+	c.quick = heap{less: bySeq, slot: slotQuick}
 	c.gate.init(cfg.Sessions)
 	c.pace.reset(cfg.Reserve.LaneRate, clock.Now())
 	return c
@@ -228,7 +248,16 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
-	*t = Ticket{req: req, seq: c.seq, arrived: now, pos: [4]int{-1, -1, -1, -1}, ready: t.ready}
+	if req.Unmeasured {
+		if req.Service == 0 {
+			req.Service = req.Cost // the default stays its expected service time
+		}
+		req.Cost = max(req.Cost, c.coldCharge())
+	}
+	*t = Ticket{req: req, seq: c.seq, arrived: now, ready: t.ready}
+	for i := range t.pos {
+		t.pos[i] = -1
+	}
 	if t.ready != nil {
 		select { // a signal left from an earlier unit
 		case <-t.ready:
@@ -260,7 +289,7 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 			return Admitted, nil
 		}
 	}
-	if c.waiting() >= c.cfg.MaxQueue {
+	if c.waiting() >= c.cfg.MaxQueue || c.lengthy(t) && c.lengthyWaiting >= c.lengthyQueue() {
 		c.stats.QueueFull++
 		if t.gated {
 			c.leaveGate(now)
@@ -287,10 +316,15 @@ func (c *Controller) wait(t *Ticket, now time.Time) {
 // enqueue puts a waiting unit in the queue for capacity.
 func (c *Controller) enqueue(t *Ticket) {
 	t.state = Queued
+	lengthy := c.lengthy(t)
+	if lengthy && !t.lengthyWait {
+		t.lengthyWait = true
+		c.lengthyWaiting++
+	}
 	if c.bounded() {
 		t.bound = c.boundOf(t)
 	}
-	if c.paced() && c.lengthy(t) {
+	if c.paced() && lengthy {
 		// A paced lane starts lengthy units at its pace, not when the queue lets them
 		// through: they wait aside from the start.
 		c.parked.push(t)
@@ -301,11 +335,44 @@ func (c *Controller) enqueue(t *Ticket) {
 	if c.bounded() {
 		c.bound.push(t)
 	}
+	if !lengthy && c.splitQueue() {
+		c.quick.push(t)
+	}
 }
 
-// lengthy says whether t is a lengthy unit of the reserve.
+// lengthy says whether t is a lengthy unit of the reserve: expected to cost at least the
+// quick cutoff, or not measured yet (an unknown unit is not known to be quick).
 func (c *Controller) lengthy(t *Ticket) bool {
-	return c.cfg.Reserve.Floor > 0 && t.req.Cost >= c.cfg.Reserve.QuickCutoff
+	return c.cfg.Reserve.Floor > 0 && (t.req.Cost >= c.cfg.Reserve.QuickCutoff || t.req.Unmeasured)
+}
+
+// coldCharge is what a unit of an unmeasured type is charged: the whole capacity, so that
+// it runs alone as a unit larger than the capacity does, until a measurement says what its
+// type costs. A default cost is a guess, and a low one lets any number of unknown units in
+// at once: five 500ms statements ran together against 50ms of capacity at the 10ms default.
+// The charge is at most the queue timeout, the longest any unit waits: a capacity beyond
+// that (admission all but off) is no reason to run the first units of new types in turn.
+func (c *Controller) coldCharge() time.Duration {
+	return min(c.cfg.Capacity, c.cfg.QueueTimeout)
+}
+
+// lengthyQueue is how many lengthy units may wait, with the reserve on: the queue is split
+// as the capacity is, the reserve floor's share of max_queue (at least one place) being
+// kept for quick units, so that a queue full of lengthy units refuses the next lengthy
+// unit and not a quick one, which the reserve would admit at once.
+func (c *Controller) lengthyQueue() int {
+	cfg := &c.cfg
+	if cfg.Reserve.Floor <= 0 {
+		return cfg.MaxQueue
+	}
+	quick := int(math.Ceil(float64(cfg.MaxQueue) * float64(cfg.Reserve.Floor) / float64(cfg.Capacity)))
+	return max(cfg.MaxQueue-max(quick, 1), 0)
+}
+
+// splitQueue says whether quick units may go past the queue's head into the reserve: under
+// fifo with the reserve on (under sjf they are its head anyway).
+func (c *Controller) splitQueue() bool {
+	return c.cfg.Reserve.Floor > 0 && c.cfg.Discipline == FIFO
 }
 
 // paced says whether the lengthy lane's starts are paced.
@@ -324,19 +391,52 @@ func (c *Controller) fits(t *Ticket, now time.Time) (ok, lane bool) {
 		return false, false
 	}
 	cost := t.req.Cost
-	lengthy := c.lengthy(t)
-	if c.running == 0 {
+	if cfg.Reserve.Floor <= 0 {
+		// Alone, even a unit larger than the whole capacity runs.
+		return c.running == 0 || c.load+cost <= cfg.Capacity, false
+	}
+	reserve := c.reserveValue()
+	if !c.lengthy(t) {
+		return c.running == 0 || c.quickLoad()+c.heldFromQuick(reserve)+cost <= cfg.Capacity, false
+	}
+	lane = cfg.Capacity-c.load-cost < reserve
+	switch {
+	case c.running == 0:
 		// Alone: even a unit larger than the whole capacity runs.
-		return true, lengthy && cfg.Capacity-cost < c.reserveValue()
+		return true, cfg.Capacity-cost < reserve
+	case c.load+cost > cfg.Capacity:
+		// Larger than the room. Once no other lengthy unit runs and the quick units hold no
+		// more than the reserve's floor, it runs beside them as it would alone (it could
+		// not start otherwise while they keep coming), in the lane, by the lane's rules: it
+		// holds only what the reserve leaves against them (see heldFromQuick).
+		if c.lengthyLoad > 0 || c.quickLoad() > cfg.Reserve.Floor {
+			return false, false
+		}
+		lane = cfg.Capacity-cost < reserve
 	}
-	if c.load+cost > cfg.Capacity {
-		return false, false
-	}
-	if lengthy && cfg.Capacity-c.load-cost < c.reserveValue() {
+	if lane {
 		// It would eat into the reserve: only in the lengthy lane, at its pace when paced.
 		return c.lane < cfg.Reserve.LengthyLane && c.pace.allow(now, c.paceFloor()), true
 	}
 	return true, false
+}
+
+// quickLoad is the part of the load that quick units hold.
+func (c *Controller) quickLoad() time.Duration { return c.load - c.lengthyLoad }
+
+// heldFromQuick is how much of the capacity the running lengthy units hold against quick
+// units: their load, but never more than what the reserve leaves. The reserve is the quick
+// units' own: neither the lane, which lets lengthy units start into it while it is free,
+// nor a unit larger than the capacity, admitted alone, takes it from them. While quick
+// units then use it, the database carries up to the reserve beyond the capacity, as the
+// template servers' lengthy pool adds its threads to the general pool's.
+func (c *Controller) heldFromQuick(reserve time.Duration) time.Duration {
+	return min(c.lengthyLoad, c.cfg.Capacity-reserve)
+}
+
+// quickRoom is the capacity a quick unit finds spare: what the reserve moves by.
+func (c *Controller) quickRoom() time.Duration {
+	return c.cfg.Capacity - c.quickLoad() - c.heldFromQuick(c.reserveValue())
 }
 
 // paceFloor is the least start rate of a paced lane: enough to start every parked unit
@@ -346,16 +446,21 @@ func (c *Controller) paceFloor() float64 {
 }
 
 func (c *Controller) reserveValue() time.Duration {
-	return max(c.reserve.value, c.cfg.Reserve.Floor)
+	return clampReserve(c.reserve.value, c.cfg.Reserve.Floor, c.cfg.Capacity)
 }
 
 func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
+	c.stopWaiting(t)
 	t.state = Admitted
 	t.waited = now.Sub(t.arrived)
 	t.lane = lane
+	t.lengthy = c.lengthy(t)
 	t.end = now.Add(t.req.service())
 	c.active.push(t)
 	c.load += t.req.Cost
+	if t.lengthy {
+		c.lengthyLoad += t.req.Cost
+	}
 	c.running++
 	if t.req.Txn {
 		c.openTxns++
@@ -364,10 +469,18 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 		c.lane++
 		c.pace.started()
 	}
-	if c.cfg.Reserve.QuickWaitTarget > 0 && !c.lengthy(t) {
+	if c.cfg.Reserve.QuickWaitTarget > 0 && !t.lengthy {
 		c.pace.quickAdmitted(t.waited)
 	}
 	c.stats.Admitted++
+}
+
+// stopWaiting takes a unit that leaves the queue off the lengthy units' count.
+func (c *Controller) stopWaiting(t *Ticket) {
+	if t.lengthyWait {
+		t.lengthyWait = false
+		c.lengthyWaiting--
+	}
 }
 
 // service is the unit's expected service time.
@@ -442,6 +555,9 @@ func (c *Controller) dispatch(now time.Time) {
 		case !ok:
 			b, lane := c.backfill(q, now)
 			if b == nil {
+				b, lane = c.quickPast(q, now)
+			}
+			if b == nil {
 				return
 			}
 			c.unqueue(b)
@@ -465,6 +581,25 @@ func (c *Controller) backfill(q *Ticket, now time.Time) (*Ticket, bool) {
 	}
 	ok, lane := c.fits(h, now)
 	if !ok || now.Add(h.req.service()).After(c.startOf(q, now)) {
+		return nil, false
+	}
+	return h, lane
+}
+
+// quickPast returns the first quick unit waiting behind q, a lengthy unit at the head of the
+// fifo queue that waits for room, when it fits within the reserve: the reserve is kept for
+// quick units, so they do not wait for room a lengthy unit needs, and by keeping to the
+// reserve they leave the rest of the room to drain for q. Else nil.
+func (c *Controller) quickPast(q *Ticket, now time.Time) (*Ticket, bool) {
+	if !c.splitQueue() || !c.lengthy(q) {
+		return nil, false
+	}
+	h := c.quick.min()
+	if h == nil || c.quickLoad()+h.req.Cost > c.reserveValue() {
+		return nil, false
+	}
+	ok, lane := c.fits(h, now)
+	if !ok {
 		return nil, false
 	}
 	return h, lane
@@ -516,6 +651,9 @@ func (c *Controller) unqueue(t *Ticket) {
 		if t.pos[slotBound] >= 0 {
 			c.bound.remove(t)
 		}
+		if t.pos[slotQuick] >= 0 {
+			c.quick.remove(t)
+		}
 	case t.state == Blocked:
 		c.blocked.remove(t)
 	}
@@ -532,6 +670,7 @@ func signal(t *Ticket) {
 // refuse ends the wait of a unit with err.
 func (c *Controller) refuse(t *Ticket, err error, now time.Time) {
 	c.unqueue(t)
+	c.stopWaiting(t)
 	t.state, t.err = Idle, err
 	if t.gated {
 		c.leaveGate(now)
@@ -564,6 +703,9 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 	t.state = Idle
 	c.active.remove(t)
 	c.load -= t.req.Cost
+	if t.lengthy {
+		c.lengthyLoad -= t.req.Cost
+	}
 	c.running--
 	if t.req.Txn {
 		c.openTxns--
@@ -626,7 +768,7 @@ func (c *Controller) Tick(now time.Time) {
 	defer c.mu.Unlock()
 	c.expire(now)
 	if c.cfg.Reserve.Floor > 0 {
-		c.reserve.update(c.cfg.Reserve.Floor, max(c.cfg.Capacity-c.load, 0), now)
+		c.reserve.update(c.cfg.Reserve.Floor, c.cfg.Capacity, c.quickRoom(), now)
 		if c.cfg.Reserve.QuickWaitTarget > 0 {
 			c.pace.adapt(c.cfg.Reserve.QuickWaitTarget, now)
 		}
@@ -681,7 +823,17 @@ func (c *Controller) Configure(cfg Config) {
 	defer c.mu.Unlock()
 	old := c.cfg
 	c.cfg = cfg
+	c.reserve.value = min(c.reserve.value, cfg.Capacity)
 	rebound := old.Discipline != cfg.Discipline || old.Aging != cfg.Aging || old.LastCall != cfg.LastCall
+	resplit := rebound || old.Reserve != cfg.Reserve
+	if resplit {
+		// Which units are quick, or whether they go past the head at all, may change: the
+		// quick heap is made again below, from the queue.
+		for _, t := range c.quick.items {
+			t.pos[slotQuick] = -1
+		}
+		c.quick.reset(bySeq)
+	}
 	if rebound {
 		waiting := slices.Clone(c.order.items)
 		for _, t := range waiting {
@@ -695,14 +847,23 @@ func (c *Controller) Configure(cfg Config) {
 	}
 	if old.Reserve != cfg.Reserve || rebound {
 		// The lane, the cutoff or the order changed: the parked units queue again under the
-		// new rule.
-		for c.parked.len() > 0 {
-			t := c.parked.min()
-			c.parked.remove(t)
+		// new rule (a paced lane parks its lengthy units again at once).
+		parked := slices.Clone(c.parked.items)
+		for _, t := range parked {
+			t.pos[slotOrder] = -1
 			t.parked = false
+		}
+		c.parked.reset(parkedOrder(cfg))
+		for _, t := range parked {
 			c.enqueue(t)
 		}
-		c.parked.less = parkedOrder(cfg)
+	}
+	if resplit && c.splitQueue() {
+		for _, t := range c.order.items {
+			if t.pos[slotQuick] < 0 && !c.lengthy(t) {
+				c.quick.push(t)
+			}
+		}
 	}
 	if old.Reserve != cfg.Reserve {
 		c.pace.reset(cfg.Reserve.LaneRate, now)

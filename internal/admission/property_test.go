@@ -1,8 +1,11 @@
 package admission
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -212,7 +215,200 @@ func TestReserveFollowsTable2(t *testing.T) {
 	now := time.Unix(0, 0)
 	for i, s := range spare {
 		now = now.Add(time.Second)
-		got := r.update(20*time.Millisecond, time.Duration(s)*time.Millisecond, now)
+		got := r.update(20*time.Millisecond, 100*time.Millisecond, time.Duration(s)*time.Millisecond, now)
 		require.Equal(t, time.Duration(want[i])*time.Millisecond, got, "second %d, spare %d", i+1, s)
+	}
+}
+
+// TestReserveStaysWithinCapacity drives controllers with the reserve on through random
+// sequences of arrivals (costs from a tenth of a millisecond to a hundred times the
+// capacity, some unmeasured), completions, cancellations, idle and busy seconds, changes of
+// capacity, floor, discipline and lane, and reloads of the same settings. After every step
+// the reserve lies between its floor and the capacity, the lengthy units' books agree with
+// the units, and once everything has ended an idle database brings the reserve back to its
+// floor within a few seconds.
+func TestReserveStaysWithinCapacity(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { reserveWalk(t, seed) })
+	}
+}
+
+func reserveWalk(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	clock := NewManualClock(time.Unix(0, 0))
+	randomConfig := func() Config {
+		capacity := []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second}[rng.IntN(4)]
+		cfg := Config{
+			Capacity:     capacity,
+			Discipline:   Discipline(rng.IntN(2)),
+			QueueTimeout: time.Duration(1+rng.IntN(5)) * time.Second,
+			MaxQueue:     1 + rng.IntN(200),
+			Reserve: ReserveConfig{
+				Floor:       time.Duration(1 + rng.Int64N(int64(capacity))),
+				QuickCutoff: time.Duration(1 + rng.Int64N(int64(capacity))),
+				LengthyLane: rng.IntN(3),
+			},
+		}
+		if rng.IntN(4) == 0 {
+			cfg.MaxConcurrency = 1 + rng.IntN(20)
+		}
+		if rng.IntN(4) == 0 {
+			cfg.Reserve.LaneRate = 0.5 + 5*rng.Float64()
+		}
+		require.NoError(t, cfg.Validate())
+		return cfg
+	}
+	cfg := randomConfig()
+	c := New(cfg, clock)
+
+	type unit struct {
+		t   Ticket
+		end time.Time // when it ends, once admitted
+	}
+	var units []*unit
+	check := func(step int, what string) {
+		t.Helper()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		r, capacity := c.reserveValue(), c.cfg.Capacity
+		if r < c.cfg.Reserve.Floor || r > capacity || c.reserve.value < 0 || c.reserve.value > capacity {
+			t.Fatalf("step %d (%s): reserve %s (held %s) outside [floor %s, capacity %s]",
+				step, what, r, c.reserve.value, c.cfg.Reserve.Floor, capacity)
+		}
+		var lengthyLoad time.Duration
+		lengthyWaiting := 0
+		for _, u := range units {
+			switch {
+			case u.t.state == Admitted && u.t.lengthy:
+				lengthyLoad += u.t.req.Cost
+			case u.t.state == Queued && u.t.lengthyWait:
+				lengthyWaiting++
+			}
+		}
+		if lengthyLoad != c.lengthyLoad || lengthyWaiting != c.lengthyWaiting || c.lengthyLoad > c.load {
+			t.Fatalf("step %d (%s): lengthy load %s and %d waiting, the books say %s (of %s) and %d",
+				step, what, lengthyLoad, lengthyWaiting, c.lengthyLoad, c.load, c.lengthyWaiting)
+		}
+	}
+	// started gives the units admitted since the last call an end.
+	started := func() {
+		now := clock.Now()
+		for _, u := range units {
+			if u.t.State() == Admitted && u.end.IsZero() {
+				d := u.t.req.service()
+				u.end = now.Add(time.Duration(float64(d) * (0.2 + 2*rng.Float64())))
+			}
+		}
+	}
+	for step := 0; step < 3000; step++ {
+		var what string
+		switch k := rng.IntN(100); {
+		case k < 45:
+			what = "arrive"
+			cost := time.Duration(math.Pow(10, rng.Float64()*(3+math.Log10(100*float64(cfg.Capacity)/1e6)))) * time.Microsecond * 100
+			u := &unit{}
+			units = append(units, u)
+			c.mu.Lock()
+			waiting, lengthyWaiting := c.waiting(), c.lengthyWaiting
+			c.mu.Unlock()
+			_, err := c.Arrive(&u.t, Request{Cost: cost, Unmeasured: rng.IntN(10) == 0, Txn: rng.IntN(10) == 0})
+			// Lengthy units wait only within their share of the queue, and only a full queue
+			// refuses a quick unit.
+			lengthy := c.lengthy(&u.t)
+			if u.t.State() == Queued && lengthy && lengthyWaiting >= c.lengthyQueue() {
+				t.Fatalf("step %d: a lengthy unit waits with %d lengthy units waiting, their share %d", step, lengthyWaiting, c.lengthyQueue())
+			}
+			if errors.Is(err, ErrQueueFull) && !lengthy && waiting < cfg.MaxQueue {
+				t.Fatalf("step %d: a quick unit refused with %d of %d places taken", step, waiting, cfg.MaxQueue)
+			}
+		case k < 70:
+			what = "complete"
+			for _, u := range units {
+				if u.t.State() == Admitted && !u.end.After(clock.Now()) {
+					c.Release(&u.t, u.end.Sub(u.t.arrived))
+				}
+			}
+			if rng.IntN(3) == 0 { // one that ends early
+				for _, u := range units {
+					if u.t.State() == Admitted {
+						c.Release(&u.t, 0)
+						break
+					}
+				}
+			}
+		case k < 75:
+			what = "cancel"
+			for _, u := range units {
+				if s := u.t.State(); s == Queued || s == Blocked {
+					c.Cancel(&u.t)
+					break
+				}
+			}
+		case k < 93:
+			what = "tick"
+			clock.Advance(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			c.Tick(clock.Now())
+		case k < 97:
+			what = "configure"
+			next := randomConfig()
+			if rng.IntN(2) == 0 { // the capacity alone changes, the floor kept within it
+				next = cfg
+				next.Capacity = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second}[rng.IntN(4)]
+				next.Reserve.Floor = min(next.Reserve.Floor, next.Capacity)
+			}
+			cfg = next
+			c.Configure(cfg)
+		default:
+			what = "reload"
+			c.Configure(cfg)
+		}
+		started()
+		check(step, what)
+		// Drop the units that are done, so that the walk stays cheap.
+		units = slices.DeleteFunc(units, func(u *unit) bool { return u.t.State() == Idle })
+	}
+	// Everything ends; nothing is charged after.
+	for i := 0; len(units) > 0; i++ {
+		require.Less(t, i, 10000, "the units must drain")
+		clock.Advance(100 * time.Millisecond)
+		for _, u := range units {
+			if u.t.State() == Admitted && !u.end.After(clock.Now()) {
+				c.Release(&u.t, 0)
+			}
+		}
+		c.Tick(clock.Now())
+		started()
+		check(-1, "drain")
+		units = slices.DeleteFunc(units, func(u *unit) bool { return u.t.State() == Idle })
+	}
+	s := c.Snapshot()
+	require.Zero(t, s.Load)
+	require.Zero(t, c.lengthyLoad)
+	require.Zero(t, c.lengthyWaiting)
+	// Idle: back to the floor within four seconds, however high the reserve was.
+	for range 4 {
+		clock.Advance(time.Second)
+		c.Tick(clock.Now())
+	}
+	require.Equal(t, cfg.Reserve.Floor, c.Snapshot().Reserve, "an idle reserve comes back to its floor")
+}
+
+// TestReserveIdleDecay: from anywhere between the floor and the capacity, an idle reserve
+// is back at its floor within four seconds, and never moves up while idle.
+func TestReserveIdleDecay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 10000 {
+		capacity := time.Duration(1 + rng.Int64N(int64(10*time.Second)))
+		floor := time.Duration(1 + rng.Int64N(int64(capacity)))
+		r := reserve{value: floor + time.Duration(rng.Int64N(int64(capacity-floor)+1))}
+		now := time.Unix(0, 0)
+		prev := r.value
+		for range 4 {
+			now = now.Add(time.Second)
+			got := r.update(floor, capacity, capacity, now)
+			require.LessOrEqual(t, got, prev, "idle, the reserve does not rise")
+			prev = got
+		}
+		require.Equal(t, floor, prev, "capacity %s floor %s", capacity, floor)
 	}
 }

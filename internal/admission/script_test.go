@@ -22,9 +22,12 @@ import (
 //	config KEY=VALUE...        a new controller (defaults: capacity=100ms discipline=fifo
 //	                           queue_timeout=10s max_queue=100)
 //	reconfigure KEY=VALUE...   change the running controller's settings
-//	arrive NAME cost=D [service=D] [txn] [new]
+//	arrive NAME cost=D [service=D] [txn] [new] [unmeasured]
 //	                           a unit of an accepted session (new: of a new one); service is
-//	                           its expected service time (default: its cost)
+//	                           its expected service time (default: its cost); unmeasured: its
+//	                           cost is a default, its type has no sample yet
+//	flood PREFIX N cost=D ...  N units named PREFIX1..PREFIXN arrive as with arrive; it
+//	                           reports how many of them went where ("1 admitted, 9 queued")
 //	complete NAME [busy=D]     the unit ends
 //	cancel NAME                its client goes away
 //	advance D                  the clock moves, then the controller ticks
@@ -89,39 +92,44 @@ func (s *script) run(args []string) (string, error) {
 		s.ctl.Configure(s.cfg)
 	case "arrive":
 		if len(args) < 3 {
-			return "", fmt.Errorf("arrive NAME cost=D [service=D] [txn] [new]")
+			return "", fmt.Errorf("arrive NAME cost=D [service=D] [txn] [new] [unmeasured]")
 		}
-		req := Request{Accepted: true}
-		for _, a := range args[2:] {
-			switch {
-			case a == "txn":
-				req.Txn = true
-			case a == "new":
-				req.Accepted = false
-			case strings.HasPrefix(a, "cost="):
-				d, err := time.ParseDuration(a[5:])
-				if err != nil {
-					return "", err
-				}
-				req.Cost = d
-			case strings.HasPrefix(a, "service="):
-				d, err := time.ParseDuration(a[8:])
-				if err != nil {
-					return "", err
-				}
-				req.Service = d
-			default:
-				return "", fmt.Errorf("arrive: unknown argument %q", a)
-			}
-		}
-		tk := s.tickets[args[1]]
-		if tk == nil {
-			tk = &Ticket{}
-			s.tickets[args[1]] = tk
-			s.names = append(s.names, args[1])
+		req, err := parseRequest(args[2:])
+		if err != nil {
+			return "", err
 		}
 		before[args[1]] = 255 // always reported
-		_, _ = s.ctl.Arrive(tk, req)
+		s.arrive(args[1], req)
+	case "flood":
+		if len(args) < 4 {
+			return "", fmt.Errorf("flood PREFIX N cost=D [service=D] [txn] [new] [unmeasured]")
+		}
+		n, err := strconv.Atoi(args[2])
+		if err != nil {
+			return "", fmt.Errorf("flood: %w", err)
+		}
+		req, err := parseRequest(args[3:])
+		if err != nil {
+			return "", err
+		}
+		units := make([]*Ticket, n)
+		for i := range units {
+			units[i] = s.arrive(fmt.Sprintf("%s%d", args[1], i+1), req)
+		}
+		// Where the flood left them, counted in the order first seen.
+		count := map[string]int{}
+		var out []string
+		for _, tk := range units {
+			d := describe(tk)
+			if count[d] == 0 {
+				out = append(out, d)
+			}
+			count[d]++
+		}
+		for i, d := range out {
+			out[i] = fmt.Sprintf("%d %s", count[d], d)
+		}
+		return strings.Join(out, ", "), nil
 	case "complete":
 		busy := time.Duration(0)
 		if len(args) > 2 && strings.HasPrefix(args[2], "busy=") {
@@ -162,6 +170,48 @@ func (s *script) run(args []string) (string, error) {
 		}
 	}
 	return strings.Join(out, ", "), nil
+}
+
+// arrive makes the unit name arrive with req.
+func (s *script) arrive(name string, req Request) *Ticket {
+	tk := s.tickets[name]
+	if tk == nil {
+		tk = &Ticket{}
+		s.tickets[name] = tk
+		s.names = append(s.names, name)
+	}
+	_, _ = s.ctl.Arrive(tk, req)
+	return tk
+}
+
+// parseRequest reads the arguments of arrive after the name.
+func parseRequest(args []string) (Request, error) {
+	req := Request{Accepted: true}
+	for _, a := range args {
+		switch {
+		case a == "txn":
+			req.Txn = true
+		case a == "new":
+			req.Accepted = false
+		case a == "unmeasured":
+			req.Unmeasured = true
+		case strings.HasPrefix(a, "cost="):
+			d, err := time.ParseDuration(a[5:])
+			if err != nil {
+				return req, err
+			}
+			req.Cost = d
+		case strings.HasPrefix(a, "service="):
+			d, err := time.ParseDuration(a[8:])
+			if err != nil {
+				return req, err
+			}
+			req.Service = d
+		default:
+			return req, fmt.Errorf("arrive: unknown argument %q", a)
+		}
+	}
+	return req, nil
 }
 
 func (s *script) ticket(args []string) (*Ticket, error) {

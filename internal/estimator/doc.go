@@ -19,7 +19,9 @@
 // twelve time buckets that slide with the clock; it forgets the old cost exactly once Window
 // has passed. A type with no sample in the window falls back to its moving average, which is
 // maintained in both modes and is what [Table.Save] carries across a restart. A type never
-// seen has the configured default cost.
+// seen has the configured default cost; [Table.ExpectMeasured] says when an estimate is that
+// guess rather than a measurement, so that admission can charge an unknown type by a
+// policy of its own instead of trusting the default.
 //
 // Beside the estimate, each type keeps what an operator needs to see it: the count of
 // samples, the rate and the summed cost of the recent horizon (the same time buckets, whence

@@ -89,6 +89,10 @@ func TestLoadAndSaveMatchFormat(t *testing.T) {
 		if _, busy := tab.Expect(tt.key); busy != tt.want {
 			t.Errorf("Expect(%016x) busy = %v, want %v", uint64(tt.key), busy, tt.want)
 		}
+		// A loaded type keeps its measurement across the restart.
+		if _, _, measured := tab.ExpectMeasured(tt.key); measured != (tt.key != 0x1234) {
+			t.Errorf("ExpectMeasured(%016x) measured = %t after load", uint64(tt.key), measured)
+		}
 	}
 	var buf bytes.Buffer
 	if err := tab.Save(&buf); err != nil {

@@ -332,23 +332,33 @@ func (t *Table) Estimate(key Key) time.Duration {
 // expected service time. A type without busy times (never seen, or loaded from a state that
 // did not carry them) is expected to be busy for as long as it costs.
 func (t *Table) Expect(key Key) (cost, busy time.Duration) {
+	cost, busy, _ = t.ExpectMeasured(key)
+	return cost, busy
+}
+
+// ExpectMeasured is [Table.Expect], and whether the estimate was measured: false when the
+// type has no sample of its own (never seen, evicted, or counted only in the "other" bucket
+// of a full table), so that the cost returned is the configured default, a guess. A caller
+// that must not underestimate an unknown type, such as admission, charges it by a policy of
+// its own then. It takes no lock and allocates nothing.
+func (t *Table) ExpectMeasured(key Key) (cost, busy time.Duration, measured bool) {
 	s := t.cfg.Load()
 	e := t.lookup(key)
 	if e == nil {
-		return s.defaultCost, s.defaultCost
+		return s.defaultCost, s.defaultCost, false
 	}
 	var tick uint64
 	if s.window > 0 {
 		tick = s.tick(t.clock.Now())
 	}
-	cost, ok := e.estimate(s, tick)
-	if !ok {
+	cost, measured = e.estimate(s, tick)
+	if !measured {
 		cost = s.defaultCost
 	}
 	if b, ok := e.busyAverage(); ok {
-		return cost, duration(b)
+		return cost, duration(b), measured
 	}
-	return cost, cost
+	return cost, cost, measured
 }
 
 // Reset forgets every type, the other bucket and the doorkeeper. The eviction count, a

@@ -87,6 +87,54 @@ func TestNegativeCostCountsAsZero(t *testing.T) {
 	}
 }
 
+// ExpectMeasured tells a measured estimate from the default: a type is measured once it has
+// a sample of its own, and is not while it is unseen, waits for a second sight to get into
+// a full table, or has been evicted into the other bucket.
+func TestExpectMeasuredTellsTheDefaultFromAMeasurement(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      Config
+		record   func(tab *Table)
+		key      Key
+		wantCost time.Duration
+		want     bool
+	}{
+		{"unseen", Config{}, func(*Table) {}, 1, DefaultDefaultCost, false},
+		{"one sample", Config{}, func(tab *Table) { tab.Record(1, nil, 3*time.Millisecond) }, 1, 3 * time.Millisecond, true},
+		{"a sample of zero", Config{}, func(tab *Table) { tab.Record(1, nil, 0) }, 1, 0, true},
+		{"window: a sample", Config{Window: 10 * time.Second}, func(tab *Table) { tab.Record(1, nil, 3*time.Millisecond) },
+			1, 3 * time.Millisecond, true},
+		{"full table, first sight", Config{MaxTypes: 1}, func(tab *Table) {
+			tab.Record(2, nil, time.Millisecond)
+			tab.Record(1, nil, 3*time.Millisecond) // to the other bucket
+		}, 1, DefaultDefaultCost, false},
+		{"full table, second sight", Config{MaxTypes: 1}, func(tab *Table) {
+			tab.Record(2, nil, time.Millisecond)
+			tab.Record(1, nil, 3*time.Millisecond)
+			tab.Record(1, nil, 5*time.Millisecond) // in, evicting 2
+		}, 1, 5 * time.Millisecond, true},
+		{"evicted", Config{MaxTypes: 1}, func(tab *Table) {
+			tab.Record(2, nil, time.Millisecond)
+			tab.Record(1, nil, 3*time.Millisecond)
+			tab.Record(1, nil, 5*time.Millisecond)
+		}, 2, DefaultDefaultCost, false},
+		{"reset", Config{}, func(tab *Table) { tab.Record(1, nil, 3*time.Millisecond); tab.Reset() }, 1, DefaultDefaultCost, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab, _ := newTable(t, tt.cfg)
+			tt.record(tab)
+			cost, busy, measured := tab.ExpectMeasured(tt.key)
+			if cost != tt.wantCost || measured != tt.want {
+				t.Errorf("ExpectMeasured = %v, %v, %t; want %v, _, %t", cost, busy, measured, tt.wantCost, tt.want)
+			}
+			if c, b := tab.Expect(tt.key); c != cost || b != busy {
+				t.Errorf("Expect = %v, %v; ExpectMeasured said %v, %v", c, b, cost, busy)
+			}
+		})
+	}
+}
+
 func TestExpectGivesCostAndBusyTime(t *testing.T) {
 	const def = 10 * time.Millisecond
 	tests := []struct {
@@ -518,6 +566,8 @@ func TestKnownTypeAllocatesNothing(t *testing.T) {
 				sink += tab.Estimate(1)
 				sink += tab.Estimate(2) // unseen: the default
 				c, b := tab.Expect(1)
+				sink += c + b
+				c, b, _ = tab.ExpectMeasured(1)
 				sink += c + b
 			})
 			if got != 0 {

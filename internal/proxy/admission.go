@@ -157,7 +157,9 @@ func (s *session) admit() (admitted, keep bool) {
 	}
 	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted()}
 	if s.rec.costs != nil {
-		req.Cost, req.Service = s.rec.costs.Expect(estimator.Key(key))
+		var measured bool
+		req.Cost, req.Service, measured = s.rec.costs.ExpectMeasured(estimator.Key(key))
+		req.Unmeasured = !measured // admission charges an unknown type by its own rule
 	}
 	start := time.Now()
 	state, err := s.adm.ctl.Arrive(&s.ticket, req)
