@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,4 +132,81 @@ func pingFrom(addr, from string) error {
 	}
 	defer db.Close()
 	return db.Ping()
+}
+
+// Every error the proxy writes in its own name reaches the mariadb CLI (libmariadb, which
+// shows "malformed packet" for an error whose code is a client's) as the proxy wrote it:
+// code, state and the whole "gatekeeper:" message. The connection errors (1043, 1158) are
+// checked where they happen (failure_test.go); here the refusals of a statement and of a
+// login.
+func TestMariaDBClientShowsGatekeeperErrors(t *testing.T) {
+	cli := needTool(t, "mariadb")
+	run := func(t *testing.T, addr, stdin string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// --no-defaults goes first, where the client looks for it.
+		args := append([]string{"--no-defaults"}, cliArgs(t, addr, "--batch", "-D", env.Database)...)
+		cmd := exec.CommandContext(ctx, cli, args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	// want checks the CLI's line: "ERROR code (state) at line 1: gatekeeper: ...".
+	want := func(t *testing.T, out, code, state, message string) {
+		t.Helper()
+		prefix := "ERROR " + code + " (" + state + ")"
+		if !strings.Contains(out, prefix) || !strings.Contains(out, ": gatekeeper: "+message) {
+			t.Errorf("mariadb CLI says %q, want %s with gatekeeper: %s...", out, prefix, message)
+		}
+	}
+	eachMode(t, func(t *testing.T, mode string) {
+		t.Run("packet too large", func(t *testing.T) {
+			p := startProxy(t, inMode(mode, func(c *config.Config) { c.Client.MaxPacketSize = 1 << 20 }))
+			out := run(t, p.Addr, "SELECT LENGTH('"+strings.Repeat("x", 2<<20)+"');\n")
+			want(t, out, "1153", "08S01", "")
+		})
+		t.Run("queue timeout", func(t *testing.T) {
+			p := startProxy(t, inMode(mode, func(c *config.Config) {
+				c.Admission.Enabled = true
+				c.Admission.Capacity = 10 * time.Millisecond
+				c.Admission.QueueTimeout = 300 * time.Millisecond
+			}))
+			// A type never measured is charged the whole capacity: while one runs, the
+			// next waits, here past the queue timeout.
+			db := openDB(t, p.Addr, "")
+			held := make(chan error, 1)
+			go func() { _, err := db.Exec("DO SLEEP(2)"); held <- err }()
+			waitFor(t, 5*time.Second, "the SLEEP to be admitted", func() bool {
+				return metricValue(t, p, "gatekeeper_admission_running", nil) >= 1
+			})
+			out := run(t, p.Addr, "SELECT 1;\n")
+			want(t, out, "1205", "HY000", "queue timeout")
+			if err := <-held; err != nil {
+				t.Errorf("the SLEEP holding the capacity: %v", err)
+			}
+		})
+		t.Run("too many logins", func(t *testing.T) {
+			p := startProxy(t, inMode(mode, func(c *config.Config) {
+				c.Client.MaxHandshakes = 1
+				c.Client.HandshakeTimeout = time.Second
+			}))
+			// A socket that never speaks holds the only login slot.
+			idle, err := net.Dial("tcp", p.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer idle.Close()
+			waitFor(t, 5*time.Second, "the idle socket to hold the login slot", func() bool {
+				return metricValue(t, p, "gatekeeper_client_handshakes", nil) >= 1
+			})
+			// Refused before TLS could start, the CLI (which tries TLS first) says the
+			// message came before TLS, and shows it whole, as it does for a server's 1040.
+			out := run(t, p.Addr, "SELECT 1;\n")
+			whole := "gatekeeper: too many connections: 1 connections are logging in at once"
+			if !strings.Contains(out, "1040 - "+whole) && !strings.Contains(out, "ERROR 1040 (08004) at line 1: "+whole) {
+				t.Errorf("mariadb CLI says %q, want 1040 with the whole gatekeeper message", out)
+			}
+		})
+	})
 }

@@ -148,8 +148,8 @@ type Client struct {
 	// MaxConnections bounds open client connections; 0 (default) means no bound.
 	MaxConnections int `mapstructure:"max_connections"`
 	// MaxHandshakes bounds the connections logging in at once (in passthrough each holds a
-	// backend connection while it does); past it a connection waits for a slot within its
-	// handshake_timeout, then is refused. Default 64, well inside a default MariaDB's 151
+	// backend connection while it does); past it a connection waits for a slot up to half
+	// its handshake_timeout (leaving it the other half to log in), then is refused. Default 64, well inside a default MariaDB's 151
 	// connections; 0 means no bound.
 	MaxHandshakes int `mapstructure:"max_handshakes"`
 	// MaxHandshakesPerClient bounds the same per client address. Default 16; 0: no bound.

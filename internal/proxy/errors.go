@@ -70,7 +70,7 @@ func errTooManyLogins(bound string, c config.Client) *clientError {
 		what = fmt.Sprintf("%d connections from your address are logging in at once (client.max_handshakes_per_client)", c.MaxHandshakesPerClient)
 	}
 	return &clientError{code: codeConCount, state: stateConnectionRefuse, msg: fmt.Sprintf(
-		"gatekeeper: too many connections: %s and none finished within client.handshake_timeout (%s); retry later",
+		"gatekeeper: too many connections: %s and none finished within half of client.handshake_timeout (%s); retry later",
 		what, c.HandshakeTimeout)}
 }
 

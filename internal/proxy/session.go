@@ -226,7 +226,10 @@ func (s *session) run() {
 	if s.pooling != nil {
 		handshake = s.handshakePooled
 	}
-	ctx, cancel := context.WithDeadline(s.ctx, s.loginDeadline)
+	// A connection waits for a login slot half its handshake timeout at most, so that one
+	// that gets a slot has the other half to log in, rather than a deadline too close to
+	// make and a connection cut without a word.
+	ctx, cancel := context.WithDeadline(s.ctx, s.since.Add(s.cfg.Client.HandshakeTimeout/2))
 	leave, refused := s.logins.enter(ctx, s.clientAddr)
 	cancel()
 	if refused != "" {
