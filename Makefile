@@ -8,7 +8,10 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 # Where make run keeps its MariaDB servers between runs.
 RUN_BACKENDS_DIR ?= $(or $(TMPDIR),/tmp)/gatekeeper-backends
 
-.PHONY: help build test run bench-micro bench-quick bench bench-multiplex sim lint clean
+# How long make fuzz runs each fuzz target.
+FUZZTIME ?= 1m
+
+.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-multiplex sim lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -19,6 +22,12 @@ build: ## Build bin/gatekeeper
 test: ## go vet, then every test under -race, starting real MariaDB backends for the integration suite
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
+
+chaos: build ## The fault-injection suite against bin/gatekeeper: kills, restarts, network faults, idle and slow clients, admission abuse (about 2 minutes; its network checks need root); writes bench/results/chaos/README.md
+	$(GO) run ./chaos/cmd/chaos -gatekeeper $(BIN) -out bench/results/chaos/README.md
+
+fuzz: ## Every fuzz target in turn for FUZZTIME each (default 1m); a failing input is kept in the target's testdata/fuzz/
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 run: build ## Run the proxy on 127.0.0.1:6033 in front of local MariaDB servers it sets up
 	@GK_BACKENDS_DIR=$(RUN_BACKENDS_DIR) scripts/test-backends.sh up > /dev/null

@@ -78,9 +78,36 @@ func FuzzParseOK(f *testing.F) {
 	f.Add([]byte{0x00, 1, 0, 0x02, 0x40, 0, 0, 0, 7, 1, 5, 4, 's', 'h', 'o', 'p'})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var ok OK
-		_ = ParseOK(in, mysql.CLIENT_SESSION_TRACK|mysql.CLIENT_PROTOCOL_41, &ok)
+		tracked := ParseOK(in, mysql.CLIENT_SESSION_TRACK|mysql.CLIENT_PROTOCOL_41, &ok)
 		_, _ = ParseEOF(in)
 		_, _ = ParseError(in)
+		for rest := ok.StateChanges; len(rest) > 0; {
+			_, next, good := NextStateChange(rest)
+			if !good {
+				break
+			}
+			if len(next) >= len(rest) {
+				t.Fatalf("NextStateChange did not advance over %x", rest)
+			}
+			rest = next
+		}
+		// What a client without session tracking gets is an OK it can read, with the same
+		// counts and no state.
+		stripped, err := StripSessionState(nil, in)
+		if err != nil || tracked != nil {
+			return
+		}
+		var plain OK
+		if err := ParseOK(stripped, mysql.CLIENT_PROTOCOL_41, &plain); err != nil {
+			t.Fatalf("stripped %x into %x, which does not parse: %v", in, stripped, err)
+		}
+		if plain.AffectedRows != ok.AffectedRows || plain.LastInsertID != ok.LastInsertID ||
+			plain.Warnings != ok.Warnings || plain.Status != ok.Status&^mysql.SERVER_SESSION_STATE_CHANGED {
+			t.Fatalf("stripped %x into %x: %+v, want the counts of %+v", in, stripped, plain, ok)
+		}
+		if len(stripped) > len(in) {
+			t.Fatalf("stripped %x grew into %x", in, stripped)
+		}
 	})
 }
 

@@ -1,0 +1,94 @@
+package chaos
+
+import "strings"
+
+// Check describes one check of the suite: the test that runs it, and what it sets up and
+// asserts, as the results table shows them.
+type Check struct {
+	// Test is the name of the Go test that runs the check; its subtests are its modes or
+	// variants, each printing its own line.
+	Test string
+	// Title names the check in the results table.
+	Title string
+	// Setup says what the check does and what it asserts.
+	Setup string
+}
+
+// Checks are the checks of the suite, in the order they run.
+var Checks = []Check{
+	{
+		Test:  "TestPrimaryKilled",
+		Title: "kill -9 of the primary",
+		Setup: "Both modes; bin/gatekeeper as a subprocess, the primary started again by scripts/test-backends.sh. " +
+			"Mid-transaction: BEGIN, INSERT, then DO SLEEP(30); the primary gets SIGKILL while it sleeps. " +
+			"Mid-stream: a 100 MB result (100,000 rows of 1,000 bytes) read slowly; SIGKILL after 10,000 rows. " +
+			"Asserts: the client gets an error within 10 s, a COMMIT sent on the same connection is not answered OK, " +
+			"a cut result is never presented as complete, " +
+			"the uncommitted row is gone after the primary restarts on the same datadir, and a new client is served " +
+			"through the same proxy process within 15 s of the restart.",
+	},
+	{
+		Test:  "TestProxyRestartUnderWrites",
+		Title: "SIGTERM and restart of the proxy under write load",
+		Setup: "Both modes; bin/gatekeeper serve as a subprocess, shutdown.drain_timeout 3s, SIGTERMed and started again on the same port " +
+			"4 times, 2.5 s apart. 8 writers INSERT rows with unique ids and keep a ledger of the ids whose INSERT was acknowledged; " +
+			"after an error of unknown outcome a writer retries the id with a check-then-insert (INSERT ... SELECT ... WHERE NOT EXISTS). " +
+			"Asserts: no acknowledged id missing from the table, no id in it twice.",
+	},
+	{
+		Test:  "TestNetworkFaults",
+		Title: "network faults between proxy and backend",
+		Setup: "Both modes; a MariaDB server in a network namespace behind a veth pair; faults by tc netem on both ends of the pair, " +
+			"or, where the kernel has no netem, by nftables rules in the namespace (loss, blackhole) and a TCP relay on the host (delay). backends.connect_timeout 2s, backends.dead_after 10s. " +
+			"Delay 200 ms each way: statements succeed. Loss 30% each way: every statement is answered, errors only by timeouts. " +
+			"Blackhole (every packet dropped): a new client is answered within connect_timeout + 2 s, a statement in flight " +
+			"within dead_after + 5 s (the proxy gives up a backend that answers nothing, not even TCP keepalive probes); after each fault is removed " +
+			"a new client is served within 7 s (pooled mode's dial backoff, at most 5 s, and a dial).",
+	},
+	{
+		Test:  "TestSlowloris",
+		Title: "slowloris client",
+		Setup: "Both modes; client.handshake_timeout 2s. 20 clients (from 127.0.0.3) read the greeting and send their handshake " +
+			"response one byte a second; meanwhile a client from 127.0.0.2 connects, runs SELECT 1 and disconnects in a loop. " +
+			"Asserts: each slow client is closed within handshake_timeout + 1 s, every other client is served, each within 1 s.",
+	},
+	{
+		Test:  "TestIdleSockets",
+		Title: "2,000 idle sockets",
+		Setup: "Both modes; 2,000 TCP connections to the proxy that never send a byte; the primary's Threads_connected read on a " +
+			"direct connection every 50 ms, its peak less the value before is what the sockets cost the primary. " +
+			"Asserts, where the proxy has client.max_handshakes (set to 100): the peak stays within it.",
+	},
+	{
+		Test:  "TestIdleLogins",
+		Title: "10,000 logged-in idle clients",
+		Setup: "Pooled mode, pools.max_open 32; bin/gatekeeper as a subprocess; 10,000 clients log in (the protocol spoken " +
+			"directly, mysql_native_password) and stay idle. VmRSS of the proxy before and after, and the primary's " +
+			"Threads_connected. Asserts: every login succeeds, the primary's connections stay within pools.max_open, and the " +
+			"proxy's memory stays under 64 KiB per idle client.",
+	},
+	{
+		Test:  "TestReplicaKilled",
+		Title: "a replica killed",
+		Setup: "Replica reads are not implemented yet: nothing routes to a replica, so killing one changes nothing a client sees.",
+	},
+	{
+		Test:  "TestAdmissionAbuse",
+		Title: "admission abuse",
+		Setup: "Passthrough; admission.enabled, capacity 50ms, max_queue 100, reserve.floor 20ms. SELECT 1 runs once, so that its " +
+			"type is measured; then 300 clients run SELECT SLEEP(0.5) " +
+			"in a loop (10 ms pause after an error); after 3 s, 20 times a fresh client logs in and times one SELECT 1. " +
+			"Asserts: median and maximum within 50 ms.",
+	},
+}
+
+// CheckOf returns the check a test or subtest belongs to.
+func CheckOf(test string) (Check, bool) {
+	top, _, _ := strings.Cut(test, "/")
+	for _, c := range Checks {
+		if c.Test == top {
+			return c, true
+		}
+	}
+	return Check{}, false
+}
