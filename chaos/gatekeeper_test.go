@@ -2,20 +2,20 @@ package chaos
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/procstat"
 )
 
 // gatekeeper is `gatekeeper serve` running as a subprocess for one test, configured with
@@ -174,23 +174,8 @@ func (g *gatekeeper) kill() {
 	<-g.exited
 }
 
-// rss returns the resident memory of the running proxy, VmRSS of /proc/PID/status.
-func (g *gatekeeper) rss() (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(g.PID()) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("VmRSS %q: %w", v, err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc/PID/status")
-}
+// rss returns the resident memory of the running proxy.
+func (g *gatekeeper) rss() (int64, error) { return procstat.RSS(g.PID()) }
 
 // freePort returns a loopback TCP port nothing listens on now.
 func freePort(t *testing.T) string {

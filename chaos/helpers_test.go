@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/procstat"
 )
 
 // report prints a check's result line: "chaos: <check>: <figure>".
@@ -152,18 +154,7 @@ func killPrimary(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill -9 %d: %v", pid, err)
 	}
-	waitFor(t, 10*time.Second, "the primary to die", func() bool { return !processRuns(pid) })
-}
-
-// processRuns reports whether pid is a live process (a zombie is not).
-func processRuns(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+	waitFor(t, 10*time.Second, "the primary to die", func() bool { return !procstat.Running(pid) })
 }
 
 // restartPrimary starts the primary again on its datadir (test-backends.sh up starts what

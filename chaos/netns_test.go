@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/procstat"
 )
 
 // The network of TestNetworkFaults: a namespace holding a MariaDB server, joined to the
@@ -47,7 +49,7 @@ func removeLeftovers() {
 	for l := range strings.SplitSeq(string(out), "\n") {
 		name, _, _ := strings.Cut(strings.TrimSpace(l), " ")
 		pid, err := strconv.Atoi(strings.TrimPrefix(name, "gkc"))
-		if !strings.HasPrefix(name, "gkc") || err != nil || processRuns(pid) {
+		if !strings.HasPrefix(name, "gkc") || err != nil || procstat.Running(pid) {
 			continue
 		}
 		_ = sh("ip", "link", "del", name+"h")

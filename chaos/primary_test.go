@@ -14,6 +14,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/procstat"
 )
 
 // modes are the proxy's modes the client-facing checks run in.
@@ -45,7 +47,7 @@ func TestPrimaryKilled(t *testing.T) {
 // ensurePrimary brings the primary back when the test ends, whatever happened to it.
 func ensurePrimary(t *testing.T) {
 	t.Cleanup(func() {
-		if pid, err := primaryPID(); err == nil && processRuns(pid) {
+		if pid, err := primaryPID(); err == nil && procstat.Running(pid) {
 			return
 		}
 		if _, err := backendsScript("up"); err != nil {

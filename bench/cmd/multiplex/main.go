@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/procstat"
 )
 
 // reportEvery is how often a line tells how the run is going.
@@ -140,7 +142,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if o.proxyPID > 0 {
-		if _, err := processCPU(o.proxyPID); err != nil {
+		if _, err := procstat.CPU(o.proxyPID); err != nil {
 			return fmt.Errorf("--proxy-pid: %w", err)
 		}
 	}
@@ -231,7 +233,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			first = t.snapshot()
 			t.maxNS.Store(0)
 			if o.proxyPID > 0 {
-				if cpu0, err = processCPU(o.proxyPID); err != nil {
+				if cpu0, err = procstat.CPU(o.proxyPID); err != nil {
 					return fmt.Errorf("--proxy-pid: %w", err)
 				}
 			}
@@ -242,11 +244,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			last := t.snapshot()
 			maxLatency := time.Duration(t.maxNS.Load())
 			if o.proxyPID > 0 {
-				cpu1, err := processCPU(o.proxyPID)
+				cpu1, err := procstat.CPU(o.proxyPID)
 				if err != nil {
 					return fmt.Errorf("--proxy-pid: the process ended during the run: %w", err)
 				}
-				rss, err := processRSS(o.proxyPID)
+				rss, err := procstat.RSS(o.proxyPID)
 				if err != nil {
 					return fmt.Errorf("--proxy-pid: %w", err)
 				}

@@ -122,17 +122,6 @@ func TestMedianInt(t *testing.T) {
 	}
 }
 
-func TestParseStatTicks(t *testing.T) {
-	const stat = "4242 (gate keeper) S 1 4242 4242 0 -1 4194560 1234 0 0 0 150 25 0 0 20 0 12 0 100 0 0"
-	got, err := parseStatTicks(stat)
-	if err != nil || got != 175 {
-		t.Errorf("parseStatTicks = %d, %v; want 175 (utime 150 + stime 25)", got, err)
-	}
-	if _, err := parseStatTicks("garbage"); err == nil {
-		t.Error("parseStatTicks(garbage): no error")
-	}
-}
-
 func TestErrorKeysInOrder(t *testing.T) {
 	got := errorKeys(map[string]int64{"other": 1, "1213": 2, "1040": 3, "1205": 4})
 	want := []string{"1040", "1205", "1213", "other"}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/procstat"
 )
 
 // cpuUse is where the machine's processor time went during a measured period, as shares
@@ -101,56 +103,15 @@ func parseCPULine(stat string) (all, idle int64, ok bool) {
 
 // processTicks returns the user plus system ticks of process pid, its threads included.
 func processTicks(pid int) (int64, bool) {
-	b, err := procFile(pid, "stat")
-	if err != nil {
-		return 0, false
-	}
-	return parseProcStat(string(b))
-}
-
-// procFile reads /proc/PID/name.
-func procFile(pid int, name string) ([]byte, error) {
-	return os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + name)
-}
-
-// parseProcStat reads utime plus stime from a /proc/PID/stat line. The command name, in
-// parentheses, may hold spaces and parentheses: the fields are counted after the last
-// closing parenthesis (state is field 3, utime 14, stime 15).
-func parseProcStat(stat string) (int64, bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return u + s, true
+	ticks, err := procstat.Ticks(pid)
+	return ticks, err == nil
 }
 
 // cpusAllowed is the list of processors process pid may run on, from /proc/PID/status
 // ("0-1"); empty when it cannot be read.
 func cpusAllowed(pid int) string {
-	b, err := procFile(pid, "status")
-	if err != nil {
-		return ""
-	}
-	return parseCPUsAllowed(string(b))
-}
-
-// parseCPUsAllowed reads the Cpus_allowed_list line of a /proc/PID/status.
-func parseCPUsAllowed(status string) string {
-	for line := range strings.SplitSeq(status, "\n") {
-		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	v, _ := procstat.Status(pid, "Cpus_allowed_list")
+	return v
 }
 
 // countCPUs is the number of processors in a Linux CPU list such as "0-3,6"; 0 when the
