@@ -62,6 +62,52 @@ func TestBackendClosesAnIdleConnection(t *testing.T) {
 	})
 }
 
+// Inside a transaction the same is an error: the transaction's connection is gone with its
+// work, and neither mode may carry on over another as if nothing happened.
+func TestBackendClosesAConnectionInATransaction(t *testing.T) {
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, nil))
+		db := openDB(t, p.Addr, "")
+		direct := openDB(t, env.Primary, "")
+		table := tableName(t)
+		if _, err := direct.Exec("CREATE OR REPLACE TABLE " + table + " (id INT PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		var thread int64
+		for _, q := range []string{"SET @@SESSION.wait_timeout = 1", "BEGIN", "INSERT INTO " + table + " VALUES (1)"} {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := conn.QueryRowContext(ctx, "SELECT @@pseudo_thread_id").Scan(&thread); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 15*time.Second, "the primary to close the connection idle in its transaction", func() bool {
+			var n int
+			_ = direct.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", thread).Scan(&n)
+			return n == 0
+		})
+		_, err = conn.ExecContext(ctx, "INSERT INTO "+table+" VALUES (2)")
+		if err == nil {
+			_, err = conn.ExecContext(ctx, "COMMIT")
+		}
+		if err == nil {
+			t.Fatal("the transaction went on after its backend connection was closed")
+		}
+		t.Logf("the client got: %v", err)
+		var n int
+		if err := direct.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%d rows (%v) in the table: want none, the transaction never committed", n, err)
+		}
+	})
+}
+
 // Sockets that connect and never speak hold no more than client.max_handshakes_per_client
 // backend connections (passthrough dials the backend as soon as a client connects), and a
 // client from another address still logs in.
