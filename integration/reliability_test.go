@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"strings"
@@ -254,5 +256,56 @@ func TestMariaDBClientShowsGatekeeperErrors(t *testing.T) {
 				t.Errorf("mariadb CLI says %q, want 1040 with the whole gatekeeper message", out)
 			}
 		})
+	})
+}
+
+// A backend that stops answering in the middle of a login (it sent its greeting, and the
+// answer to the login never comes) leaves the client with the proxy's error when the
+// login's time is up, not a connection closed without a word.
+func TestBackendStallsDuringLogin(t *testing.T) {
+	// A relay to the primary that passes what the server sends and swallows what the proxy
+	// sends: the greeting arrives, the login is never answered.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", env.Primary)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() {
+				defer c.Close()
+				defer server.Close()
+				go func() { _, _ = io.Copy(io.Discard, c) }()
+				_, _ = io.Copy(c, server)
+			}()
+		}
+	}()
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, func(c *config.Config) {
+			c.Backends.Primary = ln.Addr().String()
+			c.Client.HandshakeTimeout = 2 * time.Second
+			c.Backends.ConnectTimeout = 2 * time.Second
+		}))
+		db := openDB(t, p.Addr, "timeout=10s")
+		start := time.Now()
+		err := db.Ping()
+		took := time.Since(start)
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || !strings.HasPrefix(me.Message, "gatekeeper:") {
+			t.Fatalf("after %v: %v; want the proxy's error", took, err)
+		}
+		t.Logf("after %v: %v", took, err)
+		if took > 4*time.Second {
+			t.Errorf("the error came after %v, want it within the handshake timeout and a second", took)
+		}
 	})
 }

@@ -29,7 +29,7 @@ func (s *session) handshake() error {
 	deadline := s.loginDeadline
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
-	_ = s.client.SetDeadline(deadline)
+	s.loginDeadlines(deadline)
 	s.client.SetLimit(handshakeLimit)
 
 	addr := cfg.Backends.Primary
@@ -173,6 +173,14 @@ func (s *session) connectBackend(ctx context.Context, addr string, deadline time
 	_ = backend.SetDeadline(deadline)
 	backend.SetLimit(0)
 	return backend, g, nil
+}
+
+// loginDeadlines bounds the login on the client's side: reads end at deadline, and
+// writes a second later, so that the error of a login that ran out of time at the
+// deadline (a backend that stopped answering) still reaches the client.
+func (s *session) loginDeadlines(deadline time.Time) {
+	_ = s.client.SetReadDeadline(deadline)
+	_ = s.client.SetWriteDeadline(deadline.Add(time.Second))
 }
 
 // clientGone reports a client that failed or left during the handshake.

@@ -48,7 +48,7 @@ func (s *session) handshakePooled() error {
 	deadline := s.loginDeadline
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
-	_ = s.client.SetDeadline(deadline)
+	s.loginDeadlines(deadline)
 	s.client.SetLimit(handshakeLimit)
 
 	g, err := pooling.primaryGreeting(ctx, cfg.Backends.Primary, cfg.Backends.ConnectTimeout)
