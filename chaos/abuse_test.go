@@ -23,7 +23,6 @@ import (
 const (
 	abusers     = 300
 	abuserPause = 10 * time.Millisecond // after an error, before the next try
-	abuseWarmup = 3 * time.Second
 	quickProbes = 20
 	// quickBound is how long a quick statement of a fresh client may take under the abuse.
 	quickBound = 50 * time.Millisecond
@@ -82,7 +81,12 @@ func TestAdmissionAbuse(t *testing.T) {
 			t.Fatalf("an abusing client could not log in: %v", err)
 		}
 	}
-	time.Sleep(abuseWarmup)
+	// The probes start once the flood is at its height: the lengthy units hold their whole
+	// share of the queue, and the next is refused.
+	waitFor(t, 30*time.Second, "the queue to refuse lengthy units", func() bool {
+		q, err := g.queue()
+		return err == nil && q.Rejected > 0
+	})
 
 	network := fromAddr("127.0.0.2")
 	var lat durations

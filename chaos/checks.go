@@ -77,7 +77,7 @@ var Checks = []Check{
 		Title: "admission abuse",
 		Setup: "Passthrough; admission.enabled, capacity 50ms, max_queue 100, reserve.floor 20ms. SELECT 1 runs once, so that its " +
 			"type is measured; then 300 clients run SELECT SLEEP(0.5) " +
-			"in a loop (10 ms pause after an error); after 3 s, 20 times a fresh client logs in and times one SELECT 1. " +
+			"in a loop (10 ms pause after an error); once the queue refuses them, 20 times a fresh client logs in and times one SELECT 1. " +
 			"Asserts: median and maximum within 50 ms.",
 	},
 }

@@ -2,8 +2,10 @@ package chaos
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/admin"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
-
 	"github.com/gatekeeperdb/gatekeeper/internal/procstat"
 )
 
@@ -172,6 +174,20 @@ func (g *gatekeeper) kill() {
 	}
 	_ = g.cmd.Process.Kill()
 	<-g.exited
+}
+
+// queue returns the admission queue as GET /api/v1/queue shows it.
+func (g *gatekeeper) queue() (admin.QueueResponse, error) {
+	var q admin.QueueResponse
+	resp, err := http.Get("http://" + g.AdminAddr + "/api/v1/queue")
+	if err != nil {
+		return q, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return q, fmt.Errorf("GET /api/v1/queue: %s", resp.Status)
+	}
+	return q, json.NewDecoder(resp.Body).Decode(&q)
 }
 
 // rss returns the resident memory of the running proxy.
