@@ -161,11 +161,21 @@ func (c *Command) Replace(p []byte) {
 // DiscardCommand reads and drops what is left of a command that was read only in part, so
 // that the client can be answered and the connection goes on.
 func (c *Conn) DiscardCommand(cmd *Command) error {
-	if err := c.discard(cmd.unread); err != nil {
+	if err := c.discardFrames(cmd.unread, cmd.frameLen); err != nil {
 		return err
 	}
-	cmd.unread = 0
-	for n := cmd.frameLen; n >= MaxFramePayload; {
+	cmd.unread, cmd.frameLen = 0, 0
+	return nil
+}
+
+// discardFrames drops the unread bytes of the current frame, whose length is frameLen, and
+// the frames that follow it in the same packet (a frame of MaxFramePayload bytes announces
+// another).
+func (c *Conn) discardFrames(unread, frameLen int) error {
+	if err := c.discard(unread); err != nil {
+		return err
+	}
+	for n := frameLen; n >= MaxFramePayload; {
 		var err error
 		if n, err = c.readHeader(); err != nil {
 			return err
@@ -174,7 +184,6 @@ func (c *Conn) DiscardCommand(cmd *Command) error {
 			return err
 		}
 	}
-	cmd.frameLen = 0
 	return nil
 }
 

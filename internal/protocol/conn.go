@@ -443,19 +443,11 @@ func (c *Conn) peek(fd uintptr) bool {
 // sending: closing on unread data makes the kernel reset the connection, and the peer would
 // see the reset, not the message.
 func (c *Conn) DiscardRefused(deadline time.Time) error {
-	_ = c.SetReadDeadline(deadline)
-	for n := c.refused; n >= 0; {
-		if _, err := io.CopyN(io.Discard, c.r, int64(n)); err != nil {
-			return err
-		}
-		if n < MaxFramePayload {
-			break
-		}
-		var err error
-		if n, err = c.readHeader(); err != nil {
-			return err
-		}
+	if c.refused < 0 {
+		return nil
 	}
+	_ = c.SetReadDeadline(deadline)
+	err := c.discardFrames(c.refused, c.refused) // refused before any of the frame was read
 	c.refused = -1
-	return nil
+	return err
 }
