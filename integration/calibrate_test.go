@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+	"github.com/gatekeeperdb/gatekeeper/internal/bookstore"
 )
 
 // TestCalibrateWritesTheChosenCapacity runs gatekeeper calibrate against the primary with

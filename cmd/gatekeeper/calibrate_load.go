@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+	"github.com/gatekeeperdb/gatekeeper/internal/bookstore"
 	"github.com/gatekeeperdb/gatekeeper/internal/capacity"
 )
 
@@ -191,7 +191,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// bookstoreLoad runs the bookstore benchmark's emulated customers (bench/bookstore) without
+// bookstoreLoad runs the bookstore benchmark's emulated customers (internal/bookstore) without
 // think time, against a database where it is loaded.
 type bookstoreLoad struct {
 	mix     string

@@ -30,7 +30,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+	"github.com/gatekeeperdb/gatekeeper/internal/bookstore"
 )
 
 func main() {

@@ -27,7 +27,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+	"github.com/gatekeeperdb/gatekeeper/internal/bookstore"
 )
 
 type options struct {

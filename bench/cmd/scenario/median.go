@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+	"github.com/gatekeeperdb/gatekeeper/internal/bookstore"
 )
 
 // cell names what repeated runs measure: a mode in a loop at a client count or rate.

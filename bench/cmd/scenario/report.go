@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
 	"github.com/gatekeeperdb/gatekeeper/bench/plot"
+	"github.com/gatekeeperdb/gatekeeper/internal/bookstore"
 )
 
 // runResult is one measured run.
@@ -387,7 +387,7 @@ func calibrated(modes []mode) string {
 func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	runs := medians(all)
 	fmt.Fprintf(w, "# Bookstore: direct, passthrough and admission modes\n\n")
-	fmt.Fprintf(w, "The TPC-W-like bookstore (`bench/bookstore`, %s mix, %d items, %d customers) against MariaDB\n", o.mix, o.scale.Items, o.scale.Customers)
+	fmt.Fprintf(w, "The TPC-W-like bookstore (`internal/bookstore`, %s mix, %d items, %d customers) against MariaDB\n", o.mix, o.scale.Items, o.scale.Customers)
 	fmt.Fprintf(w, "directly and through gatekeeper. Closed loop: each client a session with exponential think time\n")
 	switch {
 	case o.openRate > 0:

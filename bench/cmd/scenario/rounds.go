@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
+	"github.com/gatekeeperdb/gatekeeper/internal/bookstore"
 )
 
 // openRound is one round of the open loop: the run of each mode, all driven by the round's

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gatekeeperdb/gatekeeper/bench/bookstore"
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+	"github.com/gatekeeperdb/gatekeeper/internal/bookstore"
 )
 
 func TestParseModes(t *testing.T) {

@@ -50,4 +50,9 @@
 // left out. A response time runs from the start of the interaction, or its arrival in
 // the open loop, to its end. Each client records into its own recorder; samples are
 // merged and sorted once when the run ends.
+//
+// The package sits under internal/ rather than bench/ because the daemon uses it too:
+// gatekeeper calibrate drives the bookstore's customers to measure a backend. The
+// benchmark commands in the bench module (bench/cmd/bookstore, bench/cmd/scenario) import
+// it from there, so the product module never depends on bench/.
 package bookstore
