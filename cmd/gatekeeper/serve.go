@@ -166,6 +166,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 			}
 			return primary.Check(ctx)
 		})
+		reg.MustRegister(newHealthCollector(primary, ready))
 		handler := admin.Handler(admin.Sources{
 			Gatherer: reg,
 			Ready:    ready,

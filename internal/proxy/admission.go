@@ -151,7 +151,7 @@ func (s *session) admit() (admitted, keep bool) {
 	m := s.metrics
 	if rule := s.police(key); rule != "" {
 		m.refusedVec.WithLabelValues("policer").Inc()
-		sendError(s.client, &clientError{code: codeLockWaitTimeout, state: stateGeneral, err: errPoliced{rule},
+		s.sendError(&clientError{code: codeLockWaitTimeout, state: stateGeneral, err: errPoliced{rule},
 			msg: fmt.Sprintf("gatekeeper: rate limit: policer %q (admission.policers) refused the statement; retry later", rule)})
 		return false, s.client.IOErr() == nil
 	}
@@ -178,7 +178,7 @@ func (s *session) admit() (admitted, keep bool) {
 			s.log.Debug("client went away while its unit waited for admission", "waited", waited)
 			return false, false
 		}
-		sendError(s.client, s.admissionError(err, waited))
+		s.sendError(s.admissionError(err, waited))
 		return false, s.client.IOErr() == nil
 	}
 	s.unit.admitted = true

@@ -129,15 +129,22 @@ func shortCause(err error) string {
 }
 
 // refuse answers a new connection with e instead of a greeting and closes it.
-func refuse(conn net.Conn, e *clientError) {
+func refuse(conn net.Conn, e *clientError, m *metrics) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	c := protocol.NewConn(conn)
-	sendError(c, e)
+	m.errorSent(originProxy, e.code)
+	_ = protocol.NewConn(conn).WriteError(e.code, e.state, e.msg)
 }
 
 // sendError writes e to the client as an ERR packet. The error of the write itself is of no
 // use: the connection is usually closed next.
-func sendError(c *protocol.Conn, e *clientError) {
-	_ = c.WriteError(e.code, e.state, e.msg)
+func (s *session) sendError(e *clientError) {
+	s.metrics.errorSent(originProxy, e.code)
+	_ = s.client.WriteError(e.code, e.state, e.msg)
+}
+
+// relayError writes an error the server sent to the client, as the server sent it.
+func (s *session) relayError(se *protocol.ServerError) {
+	s.metrics.errorSent(originServer, se.Code)
+	s.relayError(se)
 }

@@ -38,7 +38,7 @@ func (s *session) handshake() error {
 	if err != nil {
 		var ce *clientError
 		if errors.As(err, &ce) {
-			sendError(s.client, ce)
+			s.sendError(ce)
 		}
 		m.handshakeErrors.WithLabelValues("backend").Inc()
 		s.log.Warn("cannot open a backend connection for a client", "backend", addr, "err", err)
@@ -64,7 +64,7 @@ func (s *session) handshake() error {
 	mariadbCaps := resp.MariaDBCapabilities & advertisedMariaDB
 	tlsConfig, err := s.gate.backendTLS.forBackend(addr, backendOffersTLS)
 	if err != nil {
-		sendError(s.client, errBackendTLS(addr, err))
+		s.sendError(errBackendTLS(addr, err))
 		m.handshakeErrors.WithLabelValues("backend_tls").Inc()
 		return err
 	}
@@ -74,7 +74,7 @@ func (s *session) handshake() error {
 			return s.backendFailed(addr, err)
 		}
 		if err := backend.UpgradeClient(ctx, tlsConfig); err != nil {
-			sendError(s.client, errBackendTLS(addr, err))
+			s.sendError(errBackendTLS(addr, err))
 			m.handshakeErrors.WithLabelValues("backend_tls").Inc()
 			m.backendDialErrs.WithLabelValues(addr).Inc()
 			return err
@@ -96,6 +96,7 @@ func (s *session) handshake() error {
 	if s.res.Err != nil {
 		s.backendBroken = true // the backend closes the connection
 		m.handshakeErrors.WithLabelValues("auth").Inc()
+		m.errorSent(originServer, s.res.Err.Code)
 		s.log.Debug("authentication refused by the backend", "user", resp.User, "err", s.res.Err)
 		return errAuthRefused
 	}
@@ -209,7 +210,7 @@ func (s *session) backendFailed(addr string, err error) error {
 	s.backendBroken = true
 	s.metrics.handshakeErrors.WithLabelValues("backend").Inc()
 	s.metrics.backendDialErrs.WithLabelValues(addr).Inc()
-	sendError(s.client, errBackendUnreachable("primary", addr, err))
+	s.sendError(errBackendUnreachable("primary", addr, err))
 	s.log.Warn("backend failed during the handshake", "backend", addr, "err", err)
 	return err
 }
@@ -253,7 +254,7 @@ func (s *session) greet(ctx context.Context, greeting []byte) (*protocol.Handsha
 	}
 	if protocol.IsSSLRequest(p) {
 		if s.gate.clientTLS == nil {
-			sendError(s.client, errTLSNotOffered())
+			s.sendError(errTLSNotOffered())
 			m.handshakeErrors.WithLabelValues("tls").Inc()
 			return nil, errors.New("client asked for TLS, which is not configured")
 		}
@@ -265,13 +266,13 @@ func (s *session) greet(ctx context.Context, greeting []byte) (*protocol.Handsha
 			return nil, s.clientGone(err)
 		}
 	} else if s.cfg.TLS.Required {
-		sendError(s.client, errTLSRequired())
+		s.sendError(errTLSRequired())
 		m.handshakeErrors.WithLabelValues("tls_required").Inc()
 		return nil, errors.New("client did not start TLS, which is required")
 	}
 	resp, err := protocol.ParseHandshakeResponse(p)
 	if err != nil {
-		sendError(s.client, errBadHandshake(err))
+		s.sendError(errBadHandshake(err))
 		m.handshakeErrors.WithLabelValues("malformed").Inc()
 		s.log.Warn("bad handshake from client", "err", err)
 		return nil, err

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"strconv"
+
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,6 +25,7 @@ type metrics struct {
 	backendLost       prometheus.Counter
 	backendClosedIdle prometheus.Counter
 	protocolErrors    *prometheus.CounterVec
+	errorsSent        *prometheus.CounterVec // by origin and code
 	statements        prometheus.Counter // units that were autocommit statements
 	transactions      prometheus.Counter // units that were transactions
 	unitBusySeconds   prometheus.Observer
@@ -107,6 +110,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for k := range classify.NumKinds {
 		m.classified[k] = classified.WithLabelValues(k.String())
 	}
+	m.errorsSent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_client_errors_total",
+		Help: "ERR packets sent to clients, by MySQL error code and origin: the server's relayed (server) or the proxy's own (proxy).",
+	}, []string{"origin", "code"})
 	m.unsure = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gatekeeper_statements_unsure_total",
 		Help: "Statements the classifier could not read with confidence, treated as writes to unknown tables.",
@@ -126,6 +133,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.connsOpen, m.connsTotal, m.connsRefused, m.handshakeErrors, commands,
 		statements, m.clientBytesIn, m.clientBytesOut, m.backendDialErrs, m.backendLost, m.backendClosedIdle,
-		m.protocolErrors, units, m.unitBusySeconds.(prometheus.Histogram), classified, m.unsure)
+		m.protocolErrors, m.errorsSent, units, m.unitBusySeconds.(prometheus.Histogram), classified, m.unsure)
 	return m
+}
+
+// Origins of the errors clients are sent.
+const (
+	originServer = "server"
+	originProxy  = "proxy"
+)
+
+// errorSent counts an ERR packet sent to a client. Errors are rare, so resolving the
+// series each time costs nothing that matters; codes are 16 bits, a bounded set.
+func (m *metrics) errorSent(origin string, code uint16) {
+	m.errorsSent.WithLabelValues(origin, strconv.Itoa(int(code))).Inc()
 }

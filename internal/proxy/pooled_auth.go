@@ -55,7 +55,7 @@ func (s *session) handshakePooled() error {
 	if err != nil {
 		m.backendDialErrs.WithLabelValues(cfg.Backends.Primary).Inc()
 		ce := errBackendUnreachable("primary", cfg.Backends.Primary, err)
-		sendError(s.client, ce)
+		s.sendError(ce)
 		m.handshakeErrors.WithLabelValues("backend").Inc()
 		s.log.Warn("cannot read the primary's greeting for a client", "backend", cfg.Backends.Primary, "err", err)
 		return err
@@ -83,7 +83,7 @@ func (s *session) handshakePooled() error {
 	leave, ok := s.gate.accounts.Enter(user)
 	if !ok {
 		m.handshakeErrors.WithLabelValues("max_user_connections").Inc()
-		sendError(s.client, &clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
+		s.sendError(&clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
 			"gatekeeper: user '%s' already has %d connections open, its max_connections in auth.users_file; retry later",
 			user.Name, user.MaxConnections)})
 		return errors.New("user at max_connections")
@@ -139,14 +139,14 @@ func (s *session) authenticate(ctx context.Context, name, plugin string, scrambl
 	if !ok {
 		pooling.authFails.WithLabelValues("unknown_user").Inc()
 		s.log.Info("login refused: unknown user", "user", name)
-		sendError(s.client, errAccessDenied(name, host, len(answer) > 0))
+		s.sendError(errAccessDenied(name, host, len(answer) > 0))
 		return nil, auth.Credential{}, errAuthRefused
 	}
 	methods := u.Methods()
 	if len(methods) == 0 {
 		pooling.authFails.WithLabelValues("no_secret").Inc()
 		s.log.Warn("login refused: the proxy knows no secret of this account", "user", name, "plugin", u.Plugin)
-		sendError(s.client, errAccessDenied(name, host, len(answer) > 0))
+		s.sendError(errAccessDenied(name, host, len(answer) > 0))
 		return nil, auth.Credential{}, errAuthRefused
 	}
 	if plugin == "" {
@@ -179,7 +179,7 @@ func (s *session) authenticate(ctx context.Context, name, plugin string, scrambl
 	if err != nil {
 		pooling.authFails.WithLabelValues("wrong_password").Inc()
 		s.log.Info("login refused", "user", name, "method", plugin, "err", err)
-		sendError(s.client, errAccessDenied(name, host, len(answer) > 0))
+		s.sendError(errAccessDenied(name, host, len(answer) > 0))
 		return nil, auth.Credential{}, errAuthRefused
 	}
 	if plugin == protocol.CachingSHA2 {
@@ -191,7 +191,7 @@ func (s *session) authenticate(ctx context.Context, name, plugin string, scrambl
 	if !cred.CanLogin() {
 		pooling.authFails.WithLabelValues("cannot_log_in").Inc()
 		s.log.Warn("login refused: the proxy cannot log in to the backend as this user", "user", name, "method", plugin)
-		sendError(s.client, &clientError{code: codeAccessDenied, state: stateAccessDenied, msg: fmt.Sprintf(
+		s.sendError(&clientError{code: codeAccessDenied, state: stateAccessDenied, msg: fmt.Sprintf(
 			"gatekeeper: the proxy can check '%s' but cannot log in to the database as it: its account uses %s and "+
 				"only a hash of its password is known; give its password in auth.users_file or use mode passthrough", name, u.Plugin)})
 		return nil, auth.Credential{}, errAuthRefused
@@ -204,11 +204,11 @@ func (s *session) sendLeaseError(err error, waited time.Duration) {
 	var se *protocol.ServerError
 	if errors.As(err, &se) && !errors.Is(err, backend.ErrLoginRefused) {
 		// The backend's own refusal (a schema that does not exist): relayed as it is.
-		_ = s.client.WriteError(se.Code, se.State, se.Message)
+		s.relayError(se)
 		return
 	}
 	s.log.Warn("no backend connection for a unit", "backend", s.cfg.Backends.Primary, "err", err)
-	sendError(s.client, errLease(s.cfg.Backends.Primary, err, waited, s.cfg.Pools))
+	s.sendError(errLease(s.cfg.Backends.Primary, err, waited, s.cfg.Pools))
 }
 
 // changeUserPooled carries out COM_CHANGE_USER in the proxy: the new user is checked
@@ -219,7 +219,7 @@ func (s *session) changeUserPooled() bool {
 	cu, err := protocol.ParseChangeUser(s.cmd.Payload, pl.clientCaps)
 	if err != nil {
 		s.protocolError("malformed", err)
-		sendError(s.client, errMalformedPacket(err))
+		s.sendError(errMalformedPacket(err))
 		return false
 	}
 	s.resetPooled()
@@ -234,7 +234,7 @@ func (s *session) changeUserPooled() bool {
 	}
 	leave, ok := s.gate.accounts.Enter(user)
 	if !ok {
-		sendError(s.client, &clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
+		s.sendError(&clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
 			"gatekeeper: user '%s' already has %d connections open, its max_connections in auth.users_file; retry later",
 			user.Name, user.MaxConnections)})
 		return false

@@ -62,18 +62,18 @@ func (s *session) killPooled(id uint64, query bool) bool {
 	target := s.index.sessionByID(id)
 	switch {
 	case target == nil:
-		sendError(s.client, &clientError{code: codeUnknownThread, state: stateGeneral,
+		s.sendError(&clientError{code: codeUnknownThread, state: stateGeneral,
 			msg: "Unknown thread id: " + strconv.FormatUint(id, 10)})
 		return s.client.IOErr() == nil
 	case target == s && query:
 		// The KILL kills itself, as on the server.
-		sendError(s.client, &clientError{code: 1317, state: "70100", msg: "Query execution was interrupted"})
+		s.sendError(&clientError{code: 1317, state: "70100", msg: "Query execution was interrupted"})
 		return s.client.IOErr() == nil
 	case target == s:
-		sendError(s.client, &clientError{code: 1927, state: "70100", msg: "Connection was killed"})
+		s.sendError(&clientError{code: 1927, state: "70100", msg: "Connection was killed"})
 		return false
 	case target.user != s.user:
-		sendError(s.client, &clientError{code: codeNotOwner, state: stateGeneral,
+		s.sendError(&clientError{code: codeNotOwner, state: stateGeneral,
 			msg: "You are not owner of thread " + strconv.FormatUint(id, 10)})
 		return s.client.IOErr() == nil
 	}
@@ -90,7 +90,7 @@ func (s *session) killPooled(id uint64, query bool) bool {
 			// The statement ended, and its connection with it, before the KILL arrived:
 			// what was to be killed is gone.
 		case errors.As(err, &se):
-			_ = s.client.WriteError(se.Code, se.State, se.Message)
+			s.relayError(se)
 			return s.client.IOErr() == nil
 		case err != nil:
 			s.sendLeaseError(err, 0)

@@ -65,14 +65,14 @@ func (s *session) localPooled(cmd byte) (handled, keep bool) {
 	case mysql.COM_STMT_PREPARE:
 		switch {
 		case len(pl.stmts) >= pl.pooling.maxStmts:
-			sendError(s.client, &clientError{code: codeMaxPreparedStmts, state: "42000", msg: fmt.Sprintf(
+			s.sendError(&clientError{code: codeMaxPreparedStmts, state: "42000", msg: fmt.Sprintf(
 				"Can't create more than max_prepared_stmt_count statements (current value: %d)", pl.pooling.maxStmts)})
 			return true, s.client.IOErr() == nil
 		case pl.stmtBytes+len(s.cmd.Payload) > pl.pooling.maxStmtBytes || !s.cmd.Complete():
 			if err := s.client.DiscardCommand(&s.cmd); err != nil {
 				return true, false
 			}
-			sendError(s.client, &clientError{code: codeMaxPreparedStmts, state: "42000", msg: fmt.Sprintf(
+			s.sendError(&clientError{code: codeMaxPreparedStmts, state: "42000", msg: fmt.Sprintf(
 				"gatekeeper: this connection's prepared statements would hold more than %d bytes of text, what the proxy keeps per connection to prepare them again; close statements no longer used",
 				pl.pooling.maxStmtBytes)})
 			return true, s.client.IOErr() == nil
@@ -109,7 +109,7 @@ func (s *session) localPooled(cmd byte) (handled, keep bool) {
 			return true, s.answerConnectionID(cs.connIDName, true)
 		}
 		if cmd == mysql.COM_STMT_FETCH && (pl.lease == nil || !pl.stmts[id].cursor) {
-			sendError(s.client, &clientError{code: 1421, state: stateGeneral,
+			s.sendError(&clientError{code: 1421, state: stateGeneral,
 				msg: "The statement (" + strconv.FormatUint(uint64(id), 10) + ") has no open cursor"})
 			return true, s.client.IOErr() == nil
 		}
@@ -153,7 +153,7 @@ func (s *session) status() uint16 {
 }
 
 func (s *session) unknownStmt(id uint32, where string) bool {
-	sendError(s.client, &clientError{code: codeUnknownStmt, state: stateGeneral, msg: fmt.Sprintf(
+	s.sendError(&clientError{code: codeUnknownStmt, state: stateGeneral, msg: fmt.Sprintf(
 		"Unknown prepared statement handler (%d) given to %s", id, where)})
 	return s.client.IOErr() == nil
 }
@@ -239,7 +239,7 @@ func (s *session) preparePooled(cmd byte) (ok, keep bool) {
 				// The statement no longer prepares (a table dropped): the client gets the
 				// server's reason as the answer to its command.
 				if cmd != mysql.COM_STMT_SEND_LONG_DATA {
-					_ = s.client.WriteError(se.Code, se.State, se.Message)
+					s.relayError(se)
 				}
 				return false, s.client.IOErr() == nil
 			}

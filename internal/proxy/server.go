@@ -219,7 +219,7 @@ func (s *Server) start(conn net.Conn) {
 		s.wg.Add(1)
 		go func() { // ends after one write, bounded by the deadline
 			defer s.wg.Done()
-			refuse(conn, errAcceptRate(limit, rate))
+			refuse(conn, errAcceptRate(limit, rate), s.metrics)
 		}()
 		return
 	}
@@ -228,7 +228,7 @@ func (s *Server) start(conn net.Conn) {
 		s.wg.Add(1)
 		go func() { // ends after one write, bounded by the deadline
 			defer s.wg.Done()
-			refuse(conn, errTooManyConnections(limit))
+			refuse(conn, errTooManyConnections(limit), s.metrics)
 		}()
 		return
 	}

@@ -235,7 +235,7 @@ func (s *session) run() {
 	if refused != "" {
 		s.metrics.connsRefused.WithLabelValues(refused).Inc()
 		_ = s.client.SetWriteDeadline(time.Now().Add(time.Second))
-		sendError(s.client, errTooManyLogins(refused, s.cfg.Client))
+		s.sendError(errTooManyLogins(refused, s.cfg.Client))
 		s.backendBroken = true
 		return
 	}
@@ -294,7 +294,7 @@ func (s *session) awaitCommand() bool {
 		s.refuseTooLarge(int(s.cfg.Client.MaxPacketSize))
 	case errors.Is(err, protocol.ErrMalformed):
 		s.protocolError("malformed", err)
-		sendError(s.client, errMalformedPacket(err))
+		s.sendError(errMalformedPacket(err))
 	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
 		s.log.Debug("client disconnected without COM_QUIT")
 	default:
@@ -382,7 +382,7 @@ func (s *session) dispatch() bool {
 			s.protocolError("unsupported_command", errUnsupportedCommand(cmd))
 			return false
 		}
-		sendError(s.client, errUnsupportedCommand(cmd))
+		s.sendError(errUnsupportedCommand(cmd))
 		return true
 	}
 	s.classifyCommand(cmd)
@@ -441,6 +441,9 @@ func (s *session) dispatch() bool {
 	s.countBytes()
 	if cmd == mysql.COM_QUIT {
 		return false
+	}
+	if s.res.Err != nil {
+		m.errorSent(originServer, s.res.Err.Code)
 	}
 	if protocol.ShapeOf(cmd) != protocol.ShapeNone {
 		m.statementSeconds[cmd].Observe(elapsed.Seconds())
@@ -561,7 +564,7 @@ func (s *session) fail(cmd byte, err error, written uint64) {
 			"command", protocol.CommandName(cmd), "backend", s.backendAddr, "err", err)
 		if s.client.Written() == written {
 			// Nothing of the response reached the client: it can be told why.
-			sendError(s.client, errBackendLost(s.backendAddr, err))
+			s.sendError(errBackendLost(s.backendAddr, err))
 		}
 	}
 }
@@ -569,7 +572,7 @@ func (s *session) fail(cmd byte, err error, written uint64) {
 // refuseTooLarge tells the client its packet is over limit and takes in the rest of the
 // packet (for at most 2 s), so that the client reads the error, not a reset.
 func (s *session) refuseTooLarge(limit int) {
-	sendError(s.client, errPacketTooLarge(limit))
+	s.sendError(errPacketTooLarge(limit))
 	_ = s.client.DiscardRefused(time.Now().Add(2 * time.Second))
 }
 
