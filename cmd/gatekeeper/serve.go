@@ -83,11 +83,11 @@ func newLogger(c config.Log) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-// serve runs the proxy and its admin listener until ctx ends, then drains. load re-reads
-// the configuration for a reload.
-func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), log *slog.Logger) error {
-	_ = mysql.SetLogger(driverLogger{log})
-	reg := prometheus.NewRegistry()
+// registerMetrics registers what /metrics exports in every mode besides the proxy's own
+// metrics (proxy.New registers those), the monitor's (registerThreadsRunning) and the
+// health of the admin listener (newHealthCollector): the Go runtime and the process, the
+// build, and the estimator's table. docs/metrics.md lists them all.
+func registerMetrics(reg prometheus.Registerer, costs *estimator.Table, topTypes int) {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -96,15 +96,30 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 			Help:        "Build information; always 1.",
 			ConstLabels: prometheus.Labels{"version": buildVersion(), "goversion": runtime.Version()},
 		}, func() float64 { return 1 }),
+		estimator.NewCollector(costs, topTypes),
 	)
+}
 
+// registerThreadsRunning exports the primary's Threads_running as the monitor last read it.
+func registerThreadsRunning(reg prometheus.Registerer, threads *monitor.Poller) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gatekeeper_backend_threads_running",
+		Help: "Threads_running of the primary, as last read with the monitor account.",
+	}, func() float64 { v, _, _ := threads.ThreadsRunning(); return v }))
+}
+
+// serve runs the proxy and its admin listener until ctx ends, then drains. load re-reads
+// the configuration for a reload.
+func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), log *slog.Logger) error {
+	_ = mysql.SetLogger(driverLogger{log})
 	costs, err := newCostTable(cfg.Estimator)
 	if err != nil {
 		return err
 	}
 	state := stateFile(cfg.Estimator)
 	loadEstimates(costs, state, log)
-	reg.MustRegister(estimator.NewCollector(costs, cfg.Estimator.MetricsTopTypes))
+	reg := prometheus.NewRegistry()
+	registerMetrics(reg, costs, cfg.Estimator.MetricsTopTypes)
 
 	srv, err := proxy.New(cfg, log, reg, costs)
 	if err != nil {
@@ -124,10 +139,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		monCtx, stopMonitor := context.WithCancel(context.Background())
 		defer stopMonitor()
 		go threads.Run(monCtx) // ends with serve
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "gatekeeper_backend_threads_running",
-			Help: "Threads_running of the primary, as last read with the monitor account.",
-		}, func() float64 { v, _, _ := threads.ThreadsRunning(); return v }))
+		registerThreadsRunning(reg, threads)
 		srv.SetThreadsRunning(func() (float64, bool) {
 			v, at, err := threads.ThreadsRunning()
 			return v, err == nil && !at.IsZero()
