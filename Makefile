@@ -14,7 +14,7 @@ FUZZTIME ?= 1m
 # module alone, so the bench module (benchmarks, simulator, plots) is named as well.
 PACKAGES := ./... ./bench/...
 
-.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-multiplex sim lint clean
+.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-multiplex sim plots lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ bench-multiplex: build ## 2000 clients with 1s think time through gatekeeper poo
 
 sim: ## The admission simulator: the real controller in front of a model database; writes bench/results/sim/
 	$(GO) run ./bench/cmd/sim -out bench/results/sim
+
+plots: ## Draw every bookstore result's plots again from its results.csv, beside it (only the headline plots are committed)
+	GO=$(GO) bench/plots.sh
 
 lint: ## gofmt, go vet and staticcheck over the product and bench modules
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -389,6 +389,33 @@ func TestReportSaysWhenThereWasNoOpenLoop(t *testing.T) {
 	require.NotContains(t, b.String(), "Poisson arrivals at 0.00")
 }
 
+func TestClosedLoopReportNamesEveryPlotItDraws(t *testing.T) {
+	closed := func(name string, clients int, mean time.Duration) runResult {
+		classes := []bookstore.ClassResult{{Name: "home", Completed: 90, Mean: mean}, {Name: "best_sellers", Completed: 5, Mean: 20 * mean}}
+		exec := map[string]float64{"home": 1, "best_sellers": 30}
+		if name == "direct" {
+			exec = map[string]float64{"home": -1, "best_sellers": -1} // no proxy to charge it
+		}
+		return runResult{Mode: name, Loop: "closed", Clients: clients, Round: 1, ExecMS: exec,
+			Result: &bookstore.Result{Classes: classes, Total: bookstore.ClassResult{Throughput: 300, Mean: 2 * mean, P95: 10 * mean}}}
+	}
+	runs := []runResult{closed("direct", 400, 300*time.Millisecond), closed("fifo", 400, 600*time.Millisecond),
+		closed("direct", 800, 800*time.Millisecond), closed("fifo", 800, 900*time.Millisecond)}
+	o := options{think: 100 * time.Millisecond, clients: []int{400, 800}, out: t.TempDir(), backendCPUs: 2,
+		modes: []mode{{Name: "direct"}, {Name: "fifo", Proxy: true, Admission: true, Discipline: "fifo"}}}
+	require.NoError(t, writePlots(o, runs))
+	var b bytes.Buffer
+	writeClosedLoop(&b, o, runs)
+	report := b.String()
+	require.NotContains(t, report, "![", "the plots are not committed, so the report embeds none; make plots draws them")
+	drawn, err := filepath.Glob(filepath.Join(o.out, "*.png"))
+	require.NoError(t, err)
+	require.Len(t, drawn, 8)
+	for _, p := range drawn {
+		require.Contains(t, report, "`"+filepath.Base(p)+"`", "the report names every plot the run and make plots draw")
+	}
+}
+
 func TestOpenLoopOnlyReportAndPlots(t *testing.T) {
 	open := func(name string, mean time.Duration) runResult {
 		return runResult{Mode: name, Loop: "open", Rate: 580, Round: 1,
