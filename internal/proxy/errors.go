@@ -146,5 +146,5 @@ func (s *session) sendError(e *clientError) {
 // relayError writes an error the server sent to the client, as the server sent it.
 func (s *session) relayError(se *protocol.ServerError) {
 	s.metrics.errorSent(originServer, se.Code)
-	s.relayError(se)
+	_ = s.client.WriteError(se.Code, se.State, se.Message)
 }

@@ -26,8 +26,8 @@ type metrics struct {
 	backendClosedIdle prometheus.Counter
 	protocolErrors    *prometheus.CounterVec
 	errorsSent        *prometheus.CounterVec // by origin and code
-	statements        prometheus.Counter // units that were autocommit statements
-	transactions      prometheus.Counter // units that were transactions
+	statements        prometheus.Counter     // units that were autocommit statements
+	transactions      prometheus.Counter     // units that were transactions
 	unitBusySeconds   prometheus.Observer
 	classified        [classify.NumKinds]prometheus.Counter
 	unsure            prometheus.Counter
