@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os/exec"
@@ -477,6 +478,35 @@ func TestDrainTimeoutClosesOpenTransactions(t *testing.T) {
 		}
 		if p.Open() != 0 {
 			t.Errorf("%d connections open after the drain timeout", p.Open())
+		}
+	})
+}
+
+// TestUnknownDatabaseAsDirect logs in with a schema that does not exist: the client gets the
+// server's own error, as directly, in both modes (pooled mode relays it when it leases the
+// connection, passthrough when the server refuses the login), and it is counted as the
+// server's.
+func TestUnknownDatabaseAsDirect(t *testing.T) {
+	login := func(addr string) error {
+		db, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/gk_no_such_schema", env.User, env.Password, addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		return db.Ping()
+	}
+	var direct *mysql.MySQLError
+	if !errors.As(login(env.Primary), &direct) || direct.Number != 1049 {
+		t.Fatalf("directly: %v, want error 1049", direct)
+	}
+	eachMode(t, func(t *testing.T, mode string) {
+		p := startProxy(t, inMode(mode, nil))
+		var got *mysql.MySQLError
+		if err := login(p.Addr); !errors.As(err, &got) || *got != *direct {
+			t.Fatalf("through the proxy: %v, want %v", err, direct)
+		}
+		if n := metricValue(t, p, "gatekeeper_client_errors_total", map[string]string{"origin": "server", "code": "1049"}); n != 1 {
+			t.Errorf("errors counted as the server's 1049: %v, want 1", n)
 		}
 	})
 }
