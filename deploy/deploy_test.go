@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/mdtable"
 )
 
 // promtool returns the path of promtool, failing the test with what to install when it is
@@ -182,8 +183,8 @@ func metricName(sel string) string {
 }
 
 // TestQueriesSelectExportedSeries checks every metric the dashboard and the alert rules
-// name against the metrics gatekeeper exports: the tables of docs/ (which tests in
-// cmd/gatekeeper keep equal to the registry) and the Go and process collectors. A metric
+// name against the metrics gatekeeper exports: the table of docs/metrics.md (which a test in
+// cmd/gatekeeper keeps equal to the registry) and the Go and process collectors. A metric
 // renamed in the code thus fails here before it fails on a user's dashboard.
 func TestQueriesSelectExportedSeries(t *testing.T) {
 	exported := documentedMetrics(t)
@@ -237,31 +238,22 @@ func exportedName(exported map[string]string, name string) bool {
 	return false
 }
 
-// documentedMetrics reads the metric tables of docs/*.md: a row per metric, its name in
+// documentedMetrics reads the metric table of docs/metrics.md: a row per metric, its name in
 // backticks in the first column and its type in the second.
 func documentedMetrics(t *testing.T) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no docs/*.md: %v", err)
+	text, err := os.ReadFile(filepath.Join("..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	row := regexp.MustCompile("^\\|\\s*`(gatekeeper_[a-z0-9_]+)`\\s*\\|\\s*([a-z]+)\\s*\\|")
 	names := map[string]string{}
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range mdtable.Rows(string(text), "metric", "type") {
+		if name, ok := mdtable.OneCode(r.Cells[0]); ok {
+			names[name] = r.Cells[1]
 		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			if m := row.FindStringSubmatch(sc.Text()); m != nil {
-				names[m[1]] = m[2]
-			}
-		}
-		fh.Close()
 	}
 	if len(names) < 40 {
-		t.Fatalf("found only %d documented metrics in docs/*.md", len(names))
+		t.Fatalf("found only %d metrics in docs/metrics.md", len(names))
 	}
 	return names
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/mdtable"
 	"github.com/gatekeeperdb/gatekeeper/internal/monitor"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
@@ -239,41 +239,20 @@ func parseDesc(d *prometheus.Desc) (name string, labels []string, err error) {
 	return name, labels, nil
 }
 
-var metricsBackticked = regexp.MustCompile("`([^`]*)`")
-
 // documentedMetrics reads the table headed "| metric | type | labels | meaning |".
 func documentedMetrics(text string) (map[string]metricDoc, error) {
 	out := map[string]metricDoc{}
-	inTable := false
-	for i, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, "|") {
-			inTable = false
-			continue
+	for _, r := range mdtable.Rows(text, "metric", "type", "labels") {
+		name, ok := mdtable.OneCode(r.Cells[0])
+		if !ok || len(r.Cells) < 4 {
+			return nil, fmt.Errorf("line %d: want | `metric` | type | labels | meaning |, got %q", r.Line, strings.Join(r.Cells, " | "))
 		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for j := range cells {
-			cells[j] = strings.TrimSpace(cells[j])
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("line %d: %s is listed twice", r.Line, name)
 		}
-		if len(cells) >= 4 && cells[0] == "metric" && cells[1] == "type" && cells[2] == "labels" {
-			inTable = true
-			continue
-		}
-		if !inTable || strings.HasPrefix(cells[0], "---") {
-			continue
-		}
-		m := metricsBackticked.FindStringSubmatch(cells[0])
-		if m == nil || m[0] != cells[0] || len(cells) < 4 {
-			return nil, fmt.Errorf("line %d: want | `metric` | type | labels | meaning |, got %q", i+1, line)
-		}
-		if _, dup := out[m[1]]; dup {
-			return nil, fmt.Errorf("line %d: %s is listed twice", i+1, m[1])
-		}
-		var labels []string
-		for _, l := range metricsBackticked.FindAllStringSubmatch(cells[2], -1) {
-			labels = append(labels, l[1])
-		}
+		labels := mdtable.Code(r.Cells[2])
 		slices.Sort(labels)
-		out[m[1]] = metricDoc{typ: cells[1], labels: labels}
+		out[name] = metricDoc{typ: r.Cells[1], labels: labels}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no table headed | metric | type | labels | meaning |")

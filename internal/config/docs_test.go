@@ -6,11 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/mdtable"
 )
 
 // docKey is one key of the configuration as the reference shows it: a dotted path, with
@@ -66,37 +67,18 @@ type docRow struct {
 	def  string // the default cell, as written
 }
 
-var backticked = regexp.MustCompile("`([^`]*)`")
-
 // keyTables returns the rows of every table headed "| key | default | meaning |" in text.
 func keyTables(file, text string) ([]docRow, error) {
 	var rows []docRow
-	inTable := false
-	for i, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "|") {
-			inTable = false
-			continue
+	for _, r := range mdtable.Rows(text, "key", "default") {
+		key, ok := mdtable.OneCode(r.Cells[0])
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: the first cell must be one key in backticks, not %q", file, r.Line, r.Cells[0])
 		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for j := range cells {
-			cells[j] = strings.TrimSpace(cells[j])
+		if len(r.Cells) < 3 {
+			return nil, fmt.Errorf("%s:%d: a row needs a key, a default and a meaning", file, r.Line)
 		}
-		if len(cells) >= 3 && cells[0] == "key" && cells[1] == "default" {
-			inTable = true
-			continue
-		}
-		if !inTable || strings.HasPrefix(cells[0], "---") {
-			continue
-		}
-		keys := backticked.FindAllStringSubmatch(cells[0], -1)
-		if len(keys) != 1 || keys[0][0] != cells[0] {
-			return nil, fmt.Errorf("%s:%d: the first cell must be one key in backticks, not %q", file, i+1, cells[0])
-		}
-		if len(cells) < 3 {
-			return nil, fmt.Errorf("%s:%d: a row needs a key, a default and a meaning", file, i+1)
-		}
-		rows = append(rows, docRow{file: file, line: i + 1, key: keys[0][1], def: cells[1]})
+		rows = append(rows, docRow{file: file, line: r.Line, key: key, def: r.Cells[1]})
 	}
 	return rows, nil
 }
@@ -196,8 +178,8 @@ func checkReference(t reporter, keys []docKey, rows []docRow) {
 			}
 		}
 		want := formatDefault(k.def)
-		if m := backticked.FindStringSubmatch(r.def); m != nil && m[0] == r.def {
-			if m[1] != want {
+		if def, ok := mdtable.OneCode(r.def); ok {
+			if def != want {
 				t.Errorf("%s:%d: %s: documented default %s, Default() has %q", r.file, r.line, r.key, r.def, want)
 			}
 		} else if !k.def.IsZero() && want != "" { // words ("none", "required") only for a zero default

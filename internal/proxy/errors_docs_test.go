@@ -7,11 +7,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/mdtable"
 )
 
 // codePair is a MySQL error code with its SQLSTATE, as the proxy sends them.
@@ -162,37 +163,19 @@ func literal(lit *ast.BasicLit) string {
 	return lit.Value
 }
 
-var errorsBackticked = regexp.MustCompile("`([^`]*)`")
-
 // documentedErrors reads the table headed "| code | SQLSTATE | when | message starts with |":
 // its codes and the messages in its last column that start with "gatekeeper:", cut where
 // the page writes "..." for the rest.
 func documentedErrors(t *testing.T, text string) (pairs map[codePair]bool, messages []string) {
 	t.Helper()
 	pairs = map[codePair]bool{}
-	inTable := false
-	for i, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, "|") {
-			inTable = false
-			continue
+	for _, r := range mdtable.Rows(text, "code", "SQLSTATE") {
+		if len(r.Cells) != 4 {
+			t.Fatalf("docs/errors.md:%d: want | code | SQLSTATE | when | message |, got %q", r.Line, strings.Join(r.Cells, " | "))
 		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for j := range cells {
-			cells[j] = strings.TrimSpace(cells[j])
-		}
-		if len(cells) == 4 && cells[0] == "code" && cells[1] == "SQLSTATE" {
-			inTable = true
-			continue
-		}
-		if !inTable || strings.HasPrefix(cells[0], "---") {
-			continue
-		}
-		if len(cells) != 4 {
-			t.Fatalf("docs/errors.md:%d: want | code | SQLSTATE | when | message |, got %q", i+1, line)
-		}
-		pairs[codePair{code: cells[0], state: cells[1]}] = true
-		for _, m := range errorsBackticked.FindAllStringSubmatch(cells[3], -1) {
-			if msg, ok := strings.CutPrefix(m[1], "gatekeeper: "); ok {
+		pairs[codePair{code: r.Cells[0], state: r.Cells[1]}] = true
+		for _, code := range mdtable.Code(r.Cells[3]) {
+			if msg, ok := strings.CutPrefix(code, "gatekeeper: "); ok {
 				msg, _, _ = strings.Cut(msg, "...")
 				messages = append(messages, "gatekeeper: "+strings.TrimRight(msg, " ("))
 			}
