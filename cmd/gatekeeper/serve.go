@@ -187,6 +187,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 			Sessions: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
 			Backends: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
 			Reload:   rl.reload,
+			Pprof:    cfg.Admin.Pprof,
 		})
 		adminSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		go func() { // ends when adminSrv is shut down

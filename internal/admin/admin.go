@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,6 +60,8 @@ type Sources struct {
 	// Reload re-reads the configuration and applies what can change at runtime; without
 	// it /-/reload answers 404.
 	Reload func() error
+	// Pprof serves Go's profiles under /debug/pprof/.
+	Pprof bool
 }
 
 // Handler returns the admin HTTP handler:
@@ -72,6 +75,7 @@ type Sources struct {
 //	GET  /api/v1/sessions        client sessions, their backend and pins (SessionsResponse)
 //	GET  /api/v1/backends        backends and their pools (BackendsResponse)
 //	POST /-/reload               re-read the configuration (as SIGHUP does)
+//	GET  /debug/pprof/...        Go's profiles, when Pprof is set
 func Handler(src Sources) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(src.Gatherer, promhttp.HandlerOpts{}))
@@ -90,6 +94,13 @@ func Handler(src Sources) http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	if src.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	if src.Types != nil {
 		mux.HandleFunc("GET /api/v1/types", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, src.Types.Types())

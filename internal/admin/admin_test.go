@@ -114,3 +114,15 @@ func TestSessionsAndBackendsEndpoints(t *testing.T) {
 	code, _ = get(t, h, http.MethodGet, "/api/v1/sessions")
 	assert.Equal(t, http.StatusNotFound, code)
 }
+
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	ready := CheckFunc(func(context.Context) error { return nil })
+	off := Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: ready})
+	code, _ := get(t, off, http.MethodGet, "/debug/pprof/goroutine?debug=1")
+	assert.Equal(t, http.StatusNotFound, code, "profiles without admin.pprof")
+
+	on := Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: ready, Pprof: true})
+	code, body := get(t, on, http.MethodGet, "/debug/pprof/goroutine?debug=1")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "goroutine profile:")
+}

@@ -81,6 +81,10 @@ type Monitor struct {
 type Admin struct {
 	// Listen is the admin HTTP address. Default 127.0.0.1:6080; empty disables it.
 	Listen string `mapstructure:"listen"`
+	// Pprof serves Go's profiles under /debug/pprof/ on the admin listener. Default false:
+	// a profile costs the proxy processor time while it runs, and the listener has no
+	// authentication.
+	Pprof bool `mapstructure:"pprof"`
 }
 
 // Backends configures the database servers behind the proxy.
