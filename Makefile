@@ -8,13 +8,15 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 # Where make run keeps its MariaDB servers between runs.
 RUN_BACKENDS_DIR ?= $(or $(TMPDIR),/tmp)/gatekeeper-backends
 
+# Arguments of bench/overhead.sh for make bench-overhead and make bench, e.g. --targets or --time.
+OVERHEAD_ARGS ?=
 # How long make fuzz runs each fuzz target.
 FUZZTIME ?= 1m
 # Every package of both modules that go.work joins: ./... from the root is the product
 # module alone, so the bench module (benchmarks, simulator, plots) is named as well.
 PACKAGES := ./... ./bench/...
 
-.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-multiplex sim plots lint clean
+.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-overhead bench-multiplex sim plots lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -46,9 +48,12 @@ bench-micro: ## Go micro-benchmarks of the hot paths (relay, classifier, estimat
 bench-quick: build ## The bookstore scenario, short sweep (under 5 minutes); writes bench/results/bookstore-quick/
 	bench/bookstore.sh --quick
 
-bench: build ## The bookstore scenario, each admission mode calibrated, 400 and 800 clients, medians of 3 rounds (about 2 hours), and sysbench through the proxy against the database directly; writes bench/results/
+bench: build ## The bookstore scenario, each admission mode calibrated, 400 and 800 clients, medians of 3 rounds (about 2 hours), then bench-overhead; writes bench/results/
 	bench/bookstore.sh --clients 400,800 --warmup 60s --duration 60s --repeat 3 --out bench/results/bookstore-per-mode
-	bench/sysbench-overhead.sh
+	GATEKEEPER=$(BIN) bench/overhead.sh $(OVERHEAD_ARGS)
+
+bench-overhead: build ## sysbench direct and through gatekeeper (passthrough, admission, pooled), HAProxy and ProxySQL, CPU µs per query beside QPS and latency, on pinned cores with 8 or more (about 35 minutes; OVERHEAD_ARGS='--targets direct,gatekeeper,haproxy' narrows it); writes bench/results/overhead/
+	GATEKEEPER=$(BIN) bench/overhead.sh $(OVERHEAD_ARGS)
 
 bench-multiplex: build ## 2000 clients with 1s think time through gatekeeper pooled and passthrough (about 3 minutes); writes bench/results/multiplex/
 	bench/multiplex.sh

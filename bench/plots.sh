@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Draws the plots of bookstore results again from the results.csv in each result's directory,
-# with bench/cmd/scenario --replot, under the names the run gave them. Only the headline plots
-# are committed (bench/results/.gitignore); make plots draws the rest.
+# with bench/cmd/scenario --replot, under the names the run gave them, and those of
+# bench/overhead.sh's with bench/cmd/overhead. Only the headline plots are committed
+# (bench/results/.gitignore); make plots draws the rest.
 #
 #   bench/plots.sh [DIR...]   (default: every directory under bench/results with a results.csv)
 set -euo pipefail
@@ -10,11 +11,16 @@ cd "$(dirname "$0")/.."
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT
 ${GO:-go} build -o "$BIN/scenario" ./bench/cmd/scenario
+${GO:-go} build -o "$BIN/overhead" ./bench/cmd/overhead
 
 [ $# -gt 0 ] || set -- bench/results/*/
 for dir in "$@"; do
 	dir=${dir%/}
 	[ -f "$dir/results.csv" ] || continue
+	if head -n 1 "$dir/results.csv" | grep -q '^workload,threads,round,target,'; then
+		"$BIN/overhead" -csv "$dir/results.csv"
+		continue
+	fi
 	# A run that charged each statement its busy time (backend_cpus 0, or before the option)
 	# splits its responses into execution and wait; its report names no backend_cpus above 0.
 	cpus=()

@@ -29,6 +29,9 @@ type Chart struct {
 	// LogY draws the y axis in log scale. Points with y <= 0 cannot be drawn there and
 	// are left out.
 	LogY bool
+	// FromZero starts a linear y axis at zero, so that lines read as proportions of one
+	// another; false fits the axis to the points.
+	FromZero bool
 	// Series are the lines, each in its own color and marker, named in the legend at the
 	// right of the chart.
 	Series []Series
@@ -99,6 +102,9 @@ func Lines(path string, c Chart) error {
 	}
 	if legendWidth == 0 {
 		return fmt.Errorf("plot %q: %w", path, errNoPoints)
+	}
+	if c.FromZero && !c.LogY {
+		p.Y.Min = min(p.Y.Min, 0)
 	}
 	img := vgimg.New(width, height)
 	dc := draw.New(img)

@@ -15,7 +15,7 @@ func TestLinesWritesPNG(t *testing.T) {
 	for _, logY := range []bool{false, true} {
 		path := filepath.Join(t.TempDir(), "chart.png")
 		err := Lines(path, Chart{
-			Title: "throughput", X: "clients", Y: "interactions/s", LogY: logY,
+			Title: "throughput", X: "clients", Y: "interactions/s", LogY: logY, FromZero: true,
 			Series: []Series{
 				{Name: "direct", Points: [][2]float64{{10, 1}, {20, 2}, {40, 1.5}}},
 				{Name: "fifo", Points: [][2]float64{{10, 1}, {20, 2}, {40, 0}}, Dashed: true},
