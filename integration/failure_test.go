@@ -505,6 +505,12 @@ func TestUnknownDatabaseAsDirect(t *testing.T) {
 		if err := login(p.Addr); !errors.As(err, &got) || *got != *direct {
 			t.Fatalf("through the proxy: %v, want %v", err, direct)
 		}
+		// The schema was the client's mistake: the same user's next login, to a schema that
+		// exists, is served at once, not held back or failed as if the database had
+		// refused the user.
+		if err := openDB(t, p.Addr, "").Ping(); err != nil {
+			t.Errorf("the same user's login to %s right after: %v", env.Database, err)
+		}
 		// Passthrough counts the error once it has relayed it: the client may read it first.
 		waitFor(t, 5*time.Second, "the server's 1049 counted", func() bool {
 			return metricValue(t, p, "gatekeeper_client_errors_total", map[string]string{"origin": "server", "code": "1049"}) == 1

@@ -29,6 +29,10 @@ var (
 	// ErrNoSecret reports a user whose password the proxy does not know well enough to log
 	// in with the method the backend asks for.
 	ErrNoSecret = errors.New("the proxy cannot log in as this user")
+	// ErrSchema reports that a backend refused the login for the schema asked for (it does
+	// not exist, or the user may not use it); it wraps the server's error. The session's
+	// schema is at fault, not the backend or the user's credential.
+	ErrSchema = errors.New("backend refused the schema")
 	// ErrSync reports that bringing a connection to a session's state failed; it wraps the
 	// server's error.
 	ErrSync = errors.New("cannot carry the session state to the connection")
@@ -360,6 +364,9 @@ func (c *Conn) finishAuth(ctx context.Context, plugin string, scramble []byte, c
 			return nil
 		case mysql.ERR_HEADER:
 			e, _ := protocol.ParseError(p)
+			if e != nil && (e.Code == mysql.ER_BAD_DB_ERROR || e.Code == mysql.ER_DBACCESS_DENIED_ERROR) {
+				return fmt.Errorf("backend %s: %w as %s: %w", c.addr, ErrSchema, cred.User, e)
+			}
 			return fmt.Errorf("backend %s: %w as %s: %w", c.addr, ErrLoginRefused, cred.User, e)
 		case mysql.EOF_HEADER:
 			name, data, err := protocol.ParseAuthSwitch(p)

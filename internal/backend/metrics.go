@@ -78,7 +78,7 @@ func (m *poolMetrics) dialed(err error, took time.Duration) {
 	case err == nil:
 		m.dialOK.Inc()
 		m.dialSeconds.Observe(took.Seconds())
-	case errors.Is(err, ErrLoginRefused) || errors.Is(err, ErrNoSecret):
+	case errors.Is(err, ErrLoginRefused) || errors.Is(err, ErrNoSecret) || errors.Is(err, ErrSchema):
 		m.dialRefused.Inc()
 	default:
 		m.dialError.Inc()

@@ -295,8 +295,11 @@ func (p *Pool) backoffLocked(user string) error {
 }
 
 func (p *Pool) noteDialErrorLocked(user string, err error) {
-	if errors.Is(err, context.Canceled) {
-		return // the client went away: the backend did nothing wrong
+	if errors.Is(err, context.Canceled) || errors.Is(err, ErrSchema) {
+		// The client went away, or asked for a schema the server refused: neither the
+		// backend nor the user's credential did anything wrong, and other sessions'
+		// dials must not wait or fail for it.
+		return
 	}
 	b := &p.backoff
 	if errors.Is(err, ErrLoginRefused) || errors.Is(err, ErrNoSecret) {

@@ -202,11 +202,11 @@ func (s *session) authenticate(ctx context.Context, name, plugin string, scrambl
 // sendLeaseError tells the client why its unit got no connection.
 func (s *session) sendLeaseError(err error, waited time.Duration) {
 	var se *protocol.ServerError
-	if errors.As(err, &se) && (se.Code != codeAccessDenied || !errors.Is(err, backend.ErrLoginRefused)) {
+	if errors.As(err, &se) && !errors.Is(err, backend.ErrLoginRefused) {
 		// The backend's own refusal (a schema that does not exist, access to it denied):
-		// relayed as it is. Only a refused password gets the proxy's explanation: the
-		// proxy logs in with the secret of auth.users_file or of mysql.user, not the
-		// client's answer.
+		// relayed as it is. A refused login gets the proxy's explanation instead: the proxy
+		// logs in with the secret of auth.users_file or of mysql.user, not the client's
+		// answer.
 		s.relayError(se)
 		return
 	}
