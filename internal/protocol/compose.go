@@ -59,7 +59,10 @@ func AppendAuthSwitch(b []byte, plugin string, data []byte) []byte {
 	return b
 }
 
-// ParseAuthSwitch decodes an authentication switch request.
+// ParseAuthSwitch decodes an authentication switch request. Servers end a
+// mysql_native_password or caching_sha2_password scramble with a NUL, which is not part of
+// it; client_ed25519's nonce is 32 random bytes, sent without one, and its last byte may
+// itself be 0.
 func ParseAuthSwitch(p []byte) (plugin string, data []byte, err error) {
 	if len(p) < 1 || p[0] != headerEOF {
 		return "", nil, fmt.Errorf("%w: not an authentication switch", ErrMalformed)
@@ -69,7 +72,7 @@ func ParseAuthSwitch(p []byte) (plugin string, data []byte, err error) {
 		return "", nil, fmt.Errorf("%w: authentication switch: plugin name", ErrMalformed)
 	}
 	data = p[1+n:]
-	if len(data) > 0 && data[len(data)-1] == 0 {
+	if string(name) != Ed25519 && len(data) > 0 && data[len(data)-1] == 0 {
 		data = data[:len(data)-1]
 	}
 	return string(name), data, nil

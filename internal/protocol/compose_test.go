@@ -59,6 +59,13 @@ func TestAuthSwitchRoundTrip(t *testing.T) {
 	if err != nil || plugin != NativePassword || !bytes.Equal(data, scramble) {
 		t.Errorf("switch = %q %q %v", plugin, data, err)
 	}
+	// An ed25519 nonce is 32 random bytes without a terminator: a last byte of 0 is its own.
+	nonce := bytes.Repeat([]byte{7}, 31)
+	nonce = append(nonce, 0)
+	plugin, data, err = ParseAuthSwitch(AppendAuthSwitch(nil, Ed25519, nonce))
+	if err != nil || plugin != Ed25519 || !bytes.Equal(data, nonce) {
+		t.Errorf("ed25519 switch = %q %x %v, want the 32-byte nonce %x", plugin, data, err, nonce)
+	}
 }
 
 // okWithState is an OK as a server with CLIENT_SESSION_TRACK sends it after SET NAMES.
