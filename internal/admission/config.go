@@ -79,7 +79,9 @@ type SessionConfig struct {
 	// refused until the system has emptied.
 	Aggressive bool
 	// SLO turns on the adaptive B: every AdaptEvery completions the p95 response time of
-	// all units and of those served under the current B are compared with it.
+	// the recent units (those of the last four periods of AdaptEvery completions) and of
+	// those of them served under the current B are compared with it, so that an overload
+	// that has passed no longer holds B down.
 	SLO        time.Duration
 	AdaptEvery int
 	// MaxBlockingQueue is the largest B the adaptation may reach. Default 120.

@@ -14,11 +14,25 @@ type gate struct {
 	overload bool
 	b        int
 
-	// Adaptive B: response times of all units and of those served under each B.
-	all       hist
-	perB      map[int]*hist
+	// Adaptive B: the response times of the last adaptWindow periods of AdaptEvery
+	// completions, window[cur] being the current one's.
+	window    [adaptWindow]period
+	cur       int
 	completed int
 	aborted   int
+}
+
+// adaptWindow is how many periods of AdaptEvery completions the adaptive B looks back on.
+// Its p95s are those of recent units, so that an overload ages out of them within as many
+// periods once it has passed: over all units since the start, a long overload would hold the
+// p95 past the SLO, and B down, long after it ended.
+const adaptWindow = 4
+
+// period is the response times of the units that completed in one period, and the B they
+// were served under.
+type period struct {
+	hist
+	b int
 }
 
 // gateVerdict is what the gate does with an arriving unit.
@@ -83,27 +97,25 @@ func (g *gate) leave(c *SessionConfig, blocked int) (handOver bool) {
 }
 
 // complete records a unit's response time and, every AdaptEvery completions, moves B as
-// AWAIT's adaptive policy does: up when both p95s meet the SLO and accepted sessions were
-// aborted, down when both miss it.
+// AWAIT's adaptive policy does, from the p95 response time of the units of the last
+// adaptWindow periods and of those of them served under the current B: up when both meet the
+// SLO and accepted sessions were aborted, down when both miss it.
 func (g *gate) complete(c *SessionConfig, rt time.Duration) {
 	if c.SLO <= 0 {
 		return
 	}
-	g.all.add(rt)
-	if g.perB == nil {
-		g.perB = map[int]*hist{}
+	p := &g.window[g.cur]
+	if p.n > 0 && p.b != g.b {
+		// B was set anew by a reload within the period: its units go in a period of their own.
+		p = g.rotate()
 	}
-	h := g.perB[g.b]
-	if h == nil {
-		h = &hist{}
-		g.perB[g.b] = h
-	}
-	h.add(rt)
+	p.b = g.b
+	p.add(rt)
 	g.completed++
 	if g.completed < c.AdaptEvery {
 		return
 	}
-	all, cur := g.all.quantile(0.95), h.quantile(0.95)
+	all, cur := g.p95s()
 	maxB := c.MaxBlockingQueue
 	if maxB <= 0 {
 		maxB = 120
@@ -115,6 +127,29 @@ func (g *gate) complete(c *SessionConfig, rt time.Duration) {
 		g.b = max(g.b-bStep(g.b-1), 1)
 	}
 	g.completed, g.aborted = 0, 0
+	g.rotate()
+}
+
+// rotate starts a new period in the place of the oldest one.
+func (g *gate) rotate() *period {
+	g.cur = (g.cur + 1) % adaptWindow
+	p := &g.window[g.cur]
+	*p = period{}
+	return p
+}
+
+// p95s returns the p95 response time of the units of the window, and of those of them
+// served under the current B.
+func (g *gate) p95s() (all, cur time.Duration) {
+	var a, b hist
+	for i := range g.window {
+		p := &g.window[i]
+		a.merge(&p.hist)
+		if p.b == g.b {
+			b.merge(&p.hist)
+		}
+	}
+	return a.quantile(0.95), b.quantile(0.95)
 }
 
 // bStep is the change of B from b: 5 below 20, 20 from there on.
@@ -154,6 +189,14 @@ func histUpper(i int) time.Duration {
 func (h *hist) add(d time.Duration) {
 	h.counts[histBucket(d)]++
 	h.n++
+}
+
+// merge adds o's counts to h.
+func (h *hist) merge(o *hist) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.n += o.n
 }
 
 // quantile returns the upper bound of the bucket holding quantile q, or 0 when empty.
