@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -294,4 +295,91 @@ func readDashboard(t *testing.T) Dashboard {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// unitSettings reads gatekeeper.service's [Service] section: each key with its values in the
+// order they appear (a key such as SystemCallFilter= may be given more than once).
+func unitSettings(t *testing.T) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile("gatekeeper.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string][]string{}
+	section := ""
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+		case strings.HasPrefix(line, "["):
+			section = line
+		case section == "[Service]":
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Fatalf("gatekeeper.service: %q in [Service] is not KEY=VALUE", line)
+			}
+			settings[k] = append(settings[k], v)
+		}
+	}
+	return settings
+}
+
+// TestUnitOutweighsTheDatabase checks the settings that keep the proxy responsive on the
+// database's own host: a cgroup weight above the default 100 of mariadb.service, and a nice
+// level below the database's 0 for the threads where the cpu controller is off.
+func TestUnitOutweighsTheDatabase(t *testing.T) {
+	s := unitSettings(t)
+	number := func(key string) int {
+		t.Helper()
+		v := s[key]
+		if len(v) != 1 {
+			t.Fatalf("gatekeeper.service: %s= given %d times, want once", key, len(v))
+		}
+		n, err := strconv.Atoi(v[0])
+		if err != nil {
+			t.Fatalf("gatekeeper.service: %s=%s: %v", key, v[0], err)
+		}
+		return n
+	}
+	// systemd takes weights 1 to 10000; the default is 100.
+	if w := number("CPUWeight"); w < 500 || w > 10000 {
+		t.Errorf("CPUWeight=%d, want 500 to 10000: at least 5 times the database's default 100", w)
+	}
+	if n := number("Nice"); n < -20 || n > -5 {
+		t.Errorf("Nice=%d, want -20 to -5: well below the database's 0", n)
+	}
+	// The daemon must not be able to change its own priority: systemd sets it as root before
+	// dropping privileges, and the filter keeps the daemon's hands off it afterwards.
+	if !slices.Contains(s["SystemCallFilter"], "~@privileged @resources") {
+		t.Errorf("SystemCallFilter %q no longer denies @resources", s["SystemCallFilter"])
+	}
+	if c := s["CapabilityBoundingSet"]; len(c) != 1 || c[0] != "" {
+		t.Errorf("CapabilityBoundingSet %q, want empty: Nice= needs no capability in the daemon", c)
+	}
+}
+
+// TestUnitVerifies runs systemd-analyze verify on the unit, with the binary's path pointed
+// at one that exists here, and fails on any warning: systemd ignores a setting it cannot
+// parse (an out-of-range CPUWeight=, a misspelt key) with a warning, not an error.
+func TestUnitVerifies(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not found (systemd's package); the unit's settings are still checked by TestUnitOutweighsTheDatabase")
+	}
+	b, err := os.ReadFile("gatekeeper.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable() // this test binary: present and executable
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := filepath.Join(t.TempDir(), "gatekeeper.service")
+	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(string(b), "/usr/local/bin/gatekeeper", exe)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "verify", unit).CombinedOutput()
+	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
 }
