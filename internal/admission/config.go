@@ -45,11 +45,16 @@ type Config struct {
 	Discipline     Discipline
 	// Aging is X: under SJF each waiting unit has a bound, its arrival plus X times its
 	// expected service time (Request.Service). A unit is admitted ahead of a waiting one only
-	// if it is expected to end before that one's bound, or its own bound comes first; once
-	// bounds bind, units go in the order of their bounds (Alpha scheduling). While the unit
-	// whose bound came waits for room, the queue's head may still start if it fits and is
+	// if it is expected to end before that one's bound, or its own bound comes first, or the
+	// waiting one is overdue (past its bound) with its deadline far off: then a cheaper unit
+	// that fits and is expected to end before the running units do passes it, so that it
+	// starts once they have ended and, at saturation, when every costly unit is overdue, the
+	// cheap ones do not wait behind them. Once the overdue unit's deadline is within twice
+	// the time the running units are expected to take to end (or within LastCall), it goes
+	// first, overdue units in the order of their bounds (Alpha scheduling). While the unit
+	// that goes first waits for room, the queue's head may still start if it fits and is
 	// expected to end before the running units leave that room (backfilling). Small X is
-	// close to FIFO, large X to SJF; 0 is off (pure SJF).
+	// closer to FIFO, large X to SJF; 0 is off (pure SJF).
 	Aging float64
 	// LastCall is how long before its queue timeout a waiting unit's bound comes under SJF:
 	// from then on it goes ahead of cheaper units, in the order of the bounds, so that the

@@ -492,7 +492,8 @@ func (r *Request) service() time.Duration {
 }
 
 // pick returns the waiting unit to admit next: the head of the queue, unless it would still
-// run when the earliest bound passes; then the unit with that bound.
+// run when the earliest bound passes and may not pass the unit with that bound (see due);
+// then that unit.
 func (c *Controller) pick(now time.Time) *Ticket {
 	head := c.order.min()
 	if !c.bounded() {
@@ -505,9 +506,9 @@ func (c *Controller) pick(now time.Time) *Ticket {
 }
 
 // due says whether the waiting unit w must go before q to keep its bound: q would still run
-// when w's bound passes.
+// when w's bound passes, and may not pass w while w's deadline holds (see mayPass).
 func (c *Controller) due(w, q *Ticket, now time.Time) bool {
-	return c.bounded() && now.Add(q.req.service()).After(w.bound)
+	return c.bounded() && now.Add(q.req.service()).After(w.bound) && !c.mayPass(q, w, now)
 }
 
 // waiting counts the units waiting for capacity.
