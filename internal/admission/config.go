@@ -38,8 +38,10 @@ func ParseDiscipline(s string) (Discipline, error) {
 type Config struct {
 	// Capacity is the pool of concurrent estimated work: a unit is admitted while the
 	// estimated costs of the running units plus its own stay within it. A unit larger than
-	// the whole capacity is admitted alone.
+	// the whole capacity is admitted alone. With Auto on it is where the adaptive capacity
+	// starts.
 	Capacity time.Duration
+	Auto     AutoConfig
 	// MaxConcurrency bounds the number of running units; 0 means no bound.
 	MaxConcurrency int
 	Discipline     Discipline
@@ -114,6 +116,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Capacity <= 0:
 		return fmt.Errorf("capacity must be positive (got %s); set it to the concurrent work the database sustains, e.g. 500ms, or run gatekeeper calibrate", c.Capacity)
+	case c.Auto.withDefaults().validate(c.Capacity) != nil:
+		return c.Auto.withDefaults().validate(c.Capacity)
 	case c.MaxConcurrency < 0:
 		return fmt.Errorf("max_concurrency must be 0 (no bound) or positive (got %d)", c.MaxConcurrency)
 	case c.Aging < 0:
@@ -136,6 +140,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions.adapt_every must be at least 1 when sessions.slo is set (got %d)", c.Sessions.AdaptEvery)
 	case c.Reserve.Floor < 0 || c.Reserve.Floor > c.Capacity:
 		return fmt.Errorf("reserve.floor must be between 0 (off) and the capacity %s (got %s)", c.Capacity, c.Reserve.Floor)
+	case c.Auto.Enabled && c.Reserve.Floor > c.Auto.Min:
+		return fmt.Errorf("reserve.floor must be at most capacity_min %s (got %s): the adaptive capacity may go down to it", c.Auto.Min, c.Reserve.Floor)
 	case c.Reserve.Floor > 0 && c.Reserve.QuickCutoff <= 0:
 		return fmt.Errorf("reserve.quick_cutoff must be positive when reserve.floor is set (got %s); units cheaper than it are quick", c.Reserve.QuickCutoff)
 	case c.Reserve.LengthyLane < 0:

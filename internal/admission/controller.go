@@ -41,6 +41,12 @@ type Request struct {
 	Accepted bool
 	// Conn identifies the client connection, for listings.
 	Conn uint64
+	// Holding says the unit's session already holds a backend connection that admitted
+	// units may need (pooled mode: a transaction opened by BEGIN, a pinned session). It is
+	// admitted at once, and charged: waiting while it holds the connection could leave the
+	// units admitted meanwhile without one. Such units are as many as the pool's
+	// connections at most.
+	Holding bool
 	// Unmeasured says that Cost is a default, not a measurement: the unit's type has no
 	// sample yet. Admission charges such a unit coldCharge instead, and counts it lengthy
 	// under the reserve, until its type is measured.
@@ -139,6 +145,7 @@ type Controller struct {
 	gate    gate
 	reserve reserve
 	pace    pace
+	tune    tuner
 	stats   Counters
 }
 
@@ -170,6 +177,7 @@ func New(cfg Config, clock Clock) *Controller {
 	c.quick = heap{less: bySeq, slot: slotQuick}
 	c.gate.init(cfg.Sessions)
 	c.pace.reset(cfg.Reserve.LaneRate, clock.Now())
+	c.tune.reset(cfg.Auto, clock.Now())
 	return c
 }
 
@@ -283,6 +291,10 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 			return Idle, t.err
 		}
 	}
+	if req.Holding {
+		c.admit(t, now, false)
+		return Admitted, nil
+	}
 	if c.order.len() == 0 {
 		if ok, lane := c.fits(t, now); ok {
 			c.admit(t, now, lane)
@@ -332,6 +344,7 @@ func (c *Controller) enqueue(t *Ticket) {
 		return
 	}
 	c.order.push(t)
+	c.tune.queued = true
 	if c.bounded() {
 		c.bound.push(t)
 	}
@@ -457,6 +470,9 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 	t.lengthy = c.lengthy(t)
 	t.end = now.Add(t.req.service())
 	c.active.push(t)
+	if c.cfg.Auto.Enabled {
+		c.tune.running(now, c.running)
+	}
 	c.load += t.req.Cost
 	if t.lengthy {
 		c.lengthyLoad += t.req.Cost
@@ -703,6 +719,9 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 	}
 	t.state = Idle
 	c.active.remove(t)
+	if c.cfg.Auto.Enabled {
+		c.tune.running(now, c.running)
+	}
 	c.load -= t.req.Cost
 	if t.lengthy {
 		c.lengthyLoad -= t.req.Cost
@@ -718,6 +737,9 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 	}
 	if t.lane {
 		c.lane--
+	}
+	if c.cfg.Auto.Enabled && busy > 0 {
+		c.tune.complete(t.req.Type, busy)
 	}
 	if c.cfg.Sessions.ActiveLimit > 0 {
 		c.gate.complete(&c.cfg.Sessions, t.waited+busy)
@@ -768,6 +790,13 @@ func (c *Controller) Tick(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expire(now)
+	if c.cfg.Auto.Enabled {
+		before := c.cfg.Capacity
+		c.adapt(now)
+		if c.cfg.Capacity > before {
+			c.dispatch(now) // units that fit now
+		}
+	}
 	if c.cfg.Reserve.Floor > 0 {
 		c.reserve.update(c.cfg.Reserve.Floor, c.cfg.Capacity, c.quickRoom(), now)
 		if c.cfg.Reserve.QuickWaitTarget > 0 {
@@ -823,6 +852,12 @@ func (c *Controller) Configure(cfg Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.cfg
+	if cfg.Auto.Enabled && cfg.Auto == old.Auto {
+		// The adaptive capacity goes on from where it is: cfg.Capacity is where it starts.
+		cfg.Capacity = old.Capacity
+	} else if cfg.Auto != old.Auto {
+		c.tune.reset(cfg.Auto, now)
+	}
 	c.cfg = cfg
 	c.reserve.value = min(c.reserve.value, cfg.Capacity)
 	rebound := old.Discipline != cfg.Discipline || old.Aging != cfg.Aging || old.LastCall != cfg.LastCall
@@ -913,6 +948,8 @@ type Snapshot struct {
 	LaneRate float64
 	// QuickWait is the quick units' mean queue wait over the last second, when paced.
 	QuickWait time.Duration
+	// Auto is the adaptive capacity's state, when on.
+	Auto AutoState
 	Counters
 }
 
@@ -929,6 +966,7 @@ func (c *Controller) Snapshot() Snapshot {
 		Blocked: c.blocked.len(), BlockingQueue: c.gate.b,
 		AdmitNew: c.gate.admitNew, Overload: c.gate.overload,
 		Lane: c.lane, Parked: c.parked.len(), Counters: c.stats,
+		Auto: c.tune.state,
 	}
 	if c.cfg.Reserve.Floor > 0 {
 		s.Reserve = c.reserveValue()

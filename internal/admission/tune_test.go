@@ -1,0 +1,193 @@
+package admission
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// psDatabase drives a controller with closed-loop clients in front of a database that
+// shares cores processors among the units it runs: with n running, each unit progresses at
+// min(1, cores/n) of full speed. Every unit needs demand of service and is charged cost.
+// It steps a manual clock by dt and returns the units completed per step.
+type psDatabase struct {
+	t       *testing.T
+	clock   *ManualClock
+	ctl     *Controller
+	cores   float64
+	demand  time.Duration
+	cost    time.Duration
+	tickets []Ticket
+	left    []float64 // service still needed by running units, in seconds; <0: not running
+	started []time.Time
+}
+
+func newPSDatabase(t *testing.T, cfg Config, clients int, cores float64) *psDatabase {
+	return newPSDatabaseOf(t, cfg, clients, cores, 10*time.Millisecond)
+}
+
+// newPSDatabaseOf is newPSDatabase with units of the given demand, charged as much.
+func newPSDatabaseOf(t *testing.T, cfg Config, clients int, cores float64, demand time.Duration) *psDatabase {
+	clock := NewManualClock(time.Unix(1_700_000_000, 0))
+	db := &psDatabase{t: t, clock: clock, ctl: New(cfg, clock), cores: cores,
+		demand: demand, cost: demand,
+		tickets: make([]Ticket, clients), left: make([]float64, clients), started: make([]time.Time, clients)}
+	for i := range db.tickets {
+		db.arrive(i)
+	}
+	return db
+}
+
+func (db *psDatabase) arrive(i int) {
+	st, err := db.ctl.Arrive(&db.tickets[i], Request{Type: 1, Cost: db.cost, Service: db.demand})
+	require.NoError(db.t, err)
+	db.left[i] = -1
+	if st == Admitted {
+		db.start(i)
+	}
+}
+
+func (db *psDatabase) start(i int) {
+	db.left[i] = db.demand.Seconds()
+	db.started[i] = db.clock.Now()
+}
+
+// step runs the database for dt and returns how many units completed.
+func (db *psDatabase) step(dt time.Duration) int {
+	n := 0
+	for i := range db.left {
+		if db.left[i] < 0 && db.tickets[i].State() == Admitted {
+			db.start(i) // admitted by a release or a tick
+		}
+		if db.left[i] >= 0 {
+			n++
+		}
+	}
+	rate := 1.0
+	if float64(n) > db.cores {
+		rate = db.cores / float64(n)
+	}
+	db.clock.Advance(dt)
+	done := 0
+	for i := range db.left {
+		if db.left[i] < 0 {
+			continue
+		}
+		db.left[i] -= rate * dt.Seconds()
+		if db.left[i] <= 1e-12 {
+			db.ctl.Release(&db.tickets[i], db.clock.Now().Sub(db.started[i]))
+			done++
+			db.arrive(i)
+		}
+	}
+	db.ctl.Tick(db.clock.Now())
+	return done
+}
+
+// run steps for d and returns completions a second.
+func (db *psDatabase) run(d time.Duration) float64 {
+	done := 0
+	for range int(d / time.Millisecond) {
+		done += db.step(time.Millisecond)
+	}
+	return float64(done) / d.Seconds()
+}
+
+func autoConfig(start time.Duration) Config {
+	return Config{Capacity: start, Discipline: SJF, QueueTimeout: time.Hour, MaxQueue: 1 << 20,
+		Auto: AutoConfig{Enabled: true, Min: 5 * time.Millisecond, Max: 10 * time.Second}}
+}
+
+// TestAutoCapacityFindsTheKnee starts below and above the knee of a 4-core database (10 ms
+// units: the knee is 4 units, 40 ms of cost; the 64 clients hold 640 ms) and checks that
+// the capacity settles near it, with the database's throughput close to its peak.
+func TestAutoCapacityFindsTheKnee(t *testing.T) {
+	for _, start := range []time.Duration{5 * time.Millisecond, 400 * time.Millisecond} {
+		db := newPSDatabase(t, autoConfig(start), 64, 4)
+		db.run(60 * time.Second)
+		var caps []float64
+		rate := 0.0
+		for range 20 {
+			rate += db.run(time.Second) / 20
+			caps = append(caps, db.ctl.Snapshot().Capacity.Seconds())
+		}
+		mean := 0.0
+		for _, c := range caps {
+			mean += c / float64(len(caps))
+		}
+		// Peak: 4 cores / 10 ms = 400 units a second.
+		require.Greater(t, rate, 0.9*400, "start %s: throughput", start)
+		require.InDelta(t, 0.045, mean, 0.02, "start %s: capacity %v", start, caps)
+		s := db.ctl.Snapshot().Auto
+		require.True(t, s.Enabled)
+		require.NotZero(t, s.Moved)
+	}
+}
+
+// TestAutoCapacityFollowsAStepChange halves the database's processors and gives them back:
+// the capacity follows within 30 s each time, and throughput stays near the new peak.
+func TestAutoCapacityFollowsAStepChange(t *testing.T) {
+	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 8)
+	db.run(40 * time.Second)
+	before := db.ctl.Snapshot().Capacity
+	db.cores = 4
+	db.run(30 * time.Second)
+	rate := db.run(10 * time.Second)
+	half := db.ctl.Snapshot().Capacity
+	require.Greater(t, rate, 0.9*400, "throughput on 4 cores")
+	require.Less(t, half.Seconds(), 0.8*before.Seconds(), "capacity on 4 cores %s, on 8 %s", half, before)
+	db.cores = 8
+	db.run(30 * time.Second)
+	rate = db.run(10 * time.Second)
+	require.Greater(t, rate, 0.9*800, "throughput on 8 cores again")
+	require.Greater(t, db.ctl.Snapshot().Capacity.Seconds(), 1.3*half.Seconds())
+}
+
+// TestAutoCapacityHoldsWhenIdle: with fewer clients than the knee nothing waits, and the
+// capacity does not move.
+func TestAutoCapacityHoldsWhenIdle(t *testing.T) {
+	db := newPSDatabase(t, autoConfig(100*time.Millisecond), 3, 4)
+	db.run(20 * time.Second)
+	s := db.ctl.Snapshot()
+	require.Equal(t, 100*time.Millisecond, s.Capacity)
+	require.Equal(t, DecisionIdle, s.Auto.Last)
+	require.Zero(t, s.Auto.Moved)
+}
+
+// TestAutoCapacityWaitsOutAStall: the database stops for 3 s (a checkpoint); the capacity
+// does not collapse.
+func TestAutoCapacityWaitsOutAStall(t *testing.T) {
+	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
+	db.run(40 * time.Second)
+	before := db.ctl.Snapshot().Capacity
+	db.cores = 0.01
+	db.run(3 * time.Second)
+	after := db.ctl.Snapshot()
+	require.GreaterOrEqual(t, after.Capacity.Seconds(), 0.7*before.Seconds(), "capacity %s after the stall, %s before", after.Capacity, before)
+	require.NotZero(t, after.Auto.Decided[DecisionStall]+after.Auto.Decided[DecisionSparse])
+}
+
+// TestAutoCapacityColdStartBurst: 500 clients send 50 ms statements that take no
+// processor (SLEEP) at once to a cold proxy starting at 10 ms. The capacity doubles while
+// units run about one at a time, and none waits out a 5 s queue timeout.
+func TestAutoCapacityColdStartBurst(t *testing.T) {
+	cfg := autoConfig(10 * time.Millisecond)
+	cfg.QueueTimeout = 5 * time.Second
+	db := newPSDatabaseOf(t, cfg, 500, 1e6, 50*time.Millisecond)
+	db.run(10 * time.Second)
+	s := db.ctl.Snapshot()
+	require.Zero(t, s.TimedOut, "units refused at the queue timeout")
+	require.Greater(t, s.Capacity, 5*time.Second)
+}
+
+func TestAutoConfigValidate(t *testing.T) {
+	c := autoConfig(time.Millisecond)
+	require.ErrorContains(t, c.Validate(), "between capacity_min")
+	c = autoConfig(10 * time.Millisecond)
+	c.Reserve = ReserveConfig{Floor: 8 * time.Millisecond, QuickCutoff: time.Millisecond}
+	require.ErrorContains(t, c.Validate(), "at most capacity_min")
+	c.Auto.Max = time.Millisecond
+	require.ErrorContains(t, c.Validate(), "capacity_max")
+	require.NoError(t, autoConfig(10*time.Millisecond).Validate())
+}
