@@ -30,7 +30,7 @@ func admissionProxy(t *testing.T, edit func(a *config.Admission)) *testProxy {
 	p := startProxy(t, func(c *config.Config) {
 		c.Classify.TypeKey = "tag"
 		c.Admission.Enabled = true
-		c.Admission.Capacity = 400 * time.Millisecond
+		c.Admission.Capacity = config.Capacity(400 * time.Millisecond)
 		if edit != nil {
 			edit(&c.Admission)
 		}
@@ -158,7 +158,7 @@ func TestAdmissionLastCall(t *testing.T) {
 	edit := func(lastCall time.Duration) func(a *config.Admission) {
 		return func(a *config.Admission) {
 			a.Discipline = "sjf"
-			a.Capacity = 50 * time.Millisecond // five short units, and a long one only alone
+			a.Capacity = config.Capacity(50 * time.Millisecond) // five short units, and a long one only alone
 			a.QueueTimeout = 2 * time.Second
 			a.LastCall = lastCall
 		}
@@ -188,7 +188,7 @@ func TestAdmissionAgingBoundIsInServiceTime(t *testing.T) {
 		c.Classify.TypeKey = "tag"
 		c.Estimator.BackendCPUs = 1
 		c.Admission.Enabled = true
-		c.Admission.Capacity = time.Hour // nothing waits while the types are learned
+		c.Admission.Capacity = config.Capacity(time.Hour) // nothing waits while the types are learned
 	})
 	require.NoError(t, p.Costs.Reconfigure(estimator.Config{Weight: 1}))
 	db := openDB(t, p.Addr, "")
@@ -208,7 +208,7 @@ func TestAdmissionAgingBoundIsInServiceTime(t *testing.T) {
 
 	a := p.cfg.Admission
 	a.Discipline, a.Aging = "sjf", 0.5
-	a.Capacity = long.Mean // one long unit fills it
+	a.Capacity = config.Capacity(long.Mean) // one long unit fills it
 	require.NoError(t, p.ReloadAdmission(a))
 	assert.Equal(t, []string{"short", "long"}, finishOrder(t, p, 120*time.Millisecond))
 }
@@ -216,7 +216,7 @@ func TestAdmissionAgingBoundIsInServiceTime(t *testing.T) {
 // A transaction admitted at its first statement runs to its end without waiting, however
 // long the queue behind it.
 func TestAdmissionNeverBlocksATransaction(t *testing.T) {
-	p := admissionProxy(t, func(a *config.Admission) { a.Capacity = 500 * time.Millisecond })
+	p := admissionProxy(t, func(a *config.Admission) { a.Capacity = config.Capacity(500 * time.Millisecond) })
 	tbl := tableName(t)
 	admin := openDB(t, env.Primary, "")
 	mustExec(t, admin, "DROP TABLE IF EXISTS "+tbl)
@@ -331,7 +331,7 @@ func TestAdmissionQueueTimeout(t *testing.T) {
 // connections" error while those of sessions admitted before wait in the blocking queue.
 func TestAdmissionSessionsNewRefusedAcceptedQueued(t *testing.T) {
 	p := admissionProxy(t, func(a *config.Admission) {
-		a.Capacity = 10 * time.Second
+		a.Capacity = config.Capacity(10 * time.Second)
 		a.Sessions.ActiveLimit = 1
 		a.Sessions.BlockingQueue = 1
 	})
@@ -410,7 +410,7 @@ func TestAdmissionAcceptRate(t *testing.T) {
 func TestAdmissionReserveLetsQuickUnitsPastTheLengthyLane(t *testing.T) {
 	p := admissionProxy(t, func(a *config.Admission) {
 		a.Discipline = "fifo"
-		a.Capacity = time.Second
+		a.Capacity = config.Capacity(time.Second)
 		a.Reserve = config.Reserve{Floor: 700 * time.Millisecond, QuickCutoff: 100 * time.Millisecond, LengthyLane: 1}
 	})
 	f := newFinishes(t, p)

@@ -217,7 +217,7 @@ func TestMariaDBClientShowsGatekeeperErrors(t *testing.T) {
 		t.Run("queue timeout", func(t *testing.T) {
 			p := startProxy(t, inMode(mode, func(c *config.Config) {
 				c.Admission.Enabled = true
-				c.Admission.Capacity = 10 * time.Millisecond
+				c.Admission.Capacity = config.Capacity(10 * time.Millisecond)
 				c.Admission.QueueTimeout = 300 * time.Millisecond
 			}))
 			// A type never measured is charged the whole capacity: while one runs, the

@@ -135,7 +135,7 @@ func TestTypesByTagAndDigest(t *testing.T) {
 	p := startProxy(t, func(c *config.Config) {
 		c.Classify.TypeKey = "tag_digest"
 		c.Admission.Enabled = true
-		c.Admission.Capacity = 100 * time.Millisecond
+		c.Admission.Capacity = config.Capacity(100 * time.Millisecond)
 	})
 	db := openDB(t, p.Addr, "interpolateParams=true")
 
@@ -208,7 +208,10 @@ func TestTypesByUser(t *testing.T) {
 // four that sleep 200 ms together on a backend counted as one processor cost about 50 ms each,
 // where alone each costs its 200 ms.
 func TestTypesChargeTheShareOfBackendCPUs(t *testing.T) {
-	p := startProxy(t, func(c *config.Config) { c.Estimator.BackendCPUs = 1 })
+	p := startProxy(t, func(c *config.Config) {
+		c.Estimator.BackendCPUs = 1
+		c.Admission.Enabled = false // the four run together, as admission would not let a new type
+	})
 	db := openDB(t, p.Addr, "interpolateParams=true")
 	db.SetMaxOpenConns(4)
 

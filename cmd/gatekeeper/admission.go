@@ -39,6 +39,10 @@ func (q queueSource) Queue() admin.QueueResponse {
 	if s.Reserve > 0 {
 		r.LengthyLane, r.LengthyParked, r.LengthyLaneRate = s.Lane, s.Parked, s.LaneRate
 	}
+	if a := s.Auto; a.Enabled {
+		r.Adaptive = &admin.AdaptiveCapacity{MinMS: ms(a.Min), MaxMS: ms(a.Max), Last: a.Last.String(),
+			Step: a.Step, Slowdown: a.Slowdown, Gain: a.Gain, Moved: a.Moved}
+	}
 	if s.ActiveLimit > 0 {
 		r.Sessions = &admin.SessionGate{
 			ActiveLimit: s.ActiveLimit, Active: s.Active, Blocked: s.Blocked,

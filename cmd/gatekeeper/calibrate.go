@@ -142,7 +142,7 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 	var steps []capacity.Step
 	measure := func(c time.Duration) error {
 		a := cfg.Admission
-		a.Enabled, a.Capacity = true, c
+		a.Enabled, a.Capacity = true, config.Capacity(c)
 		a.QueueTimeout, a.MaxQueue = time.Hour, 1<<20
 		if err := srv.ReloadAdmission(a); err != nil {
 			return err

@@ -64,6 +64,7 @@ func metricsConfigs(t *testing.T) map[string]config.Config {
 	pass.Admission.Enabled = true
 	pass.Admission.Policers = []config.Policer{{Name: "checkout", Rate: 10, Burst: 10}}
 	pass.Admission.Reserve.Floor = 100 * time.Millisecond
+	pass.Admission.CapacityMin = 100 * time.Millisecond // the adaptive capacity keeps above the floor
 	pass.Admission.Reserve.QuickWaitTarget = 10 * time.Millisecond
 	pass.Admission.Sessions.ActiveLimit = 100
 	pass.Auth.FromBackend = true

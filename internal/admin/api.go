@@ -81,6 +81,8 @@ type QueueResponse struct {
 	OpenTransactions int `json:"open_transactions"`
 	// Sessions is the session gate, when it is on.
 	Sessions *SessionGate `json:"sessions,omitempty"`
+	// Adaptive is the adaptive capacity (admission.capacity: auto), when it is on.
+	Adaptive *AdaptiveCapacity `json:"adaptive,omitempty"`
 	// ReserveMS is the capacity kept for quick units now, when the reserve is on.
 	ReserveMS float64 `json:"reserve_ms,omitempty"`
 	// LengthyLane counts the lengthy units running inside the reserve, and LengthyParked
@@ -92,6 +94,22 @@ type QueueResponse struct {
 	LengthyLaneRate float64 `json:"lengthy_lane_rate,omitempty"`
 	// Waiting lists the waiting units, in the order they would be admitted (up to a limit).
 	Waiting []QueueEntry `json:"waiting"`
+}
+
+// AdaptiveCapacity is the state of the adaptive capacity.
+type AdaptiveCapacity struct {
+	MinMS float64 `json:"min_ms"`
+	MaxMS float64 `json:"max_ms"`
+	// Last is the last window's decision: up, down, revert, hold, idle, sparse or stall.
+	Last string `json:"last"`
+	// Step is the next move, a fraction of the capacity.
+	Step float64 `json:"step"`
+	// Slowdown is how much longer each type ran in the last window than in the one before
+	// (1: as fast), and Gain its completions a second over the one before's.
+	Slowdown float64 `json:"slowdown"`
+	Gain     float64 `json:"gain"`
+	// Moved counts the windows that moved the capacity.
+	Moved uint64 `json:"moved"`
 }
 
 // SessionGate is the state of the AWAIT session gate.

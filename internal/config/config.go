@@ -173,12 +173,42 @@ const (
 	DisciplineSJF  = "sjf"
 )
 
+// Capacity is admission.capacity: a fixed pool of concurrent estimated work, or
+// CapacityAuto.
+type Capacity time.Duration
+
+// CapacityAuto is the capacity found and followed online.
+const CapacityAuto Capacity = -1
+
+// Auto says whether the capacity adapts.
+func (c Capacity) Auto() bool { return c == CapacityAuto }
+
+func (c Capacity) String() string {
+	if c.Auto() {
+		return "auto"
+	}
+	return time.Duration(c).String()
+}
+
 // Admission configures admission control and scheduling.
 type Admission struct {
-	// Enabled turns admission control on. Default false: a pure relay that still measures.
+	// Enabled turns admission control on. Default true; false makes a pure relay that still
+	// measures.
 	Enabled bool `mapstructure:"enabled"`
-	// Capacity is the pool of concurrent estimated work, in milliseconds. Default 500ms.
-	Capacity time.Duration `mapstructure:"capacity"`
+	// Capacity is the pool of concurrent estimated work: a duration, or auto (the default)
+	// to have it found and followed online between CapacityMin and CapacityMax.
+	Capacity Capacity `mapstructure:"capacity"`
+	// CapacityMin and CapacityMax bound the adaptive capacity; CapacityStart is where it
+	// starts (0: at CapacityMin, a cold start without a storm; calibrate's result is a
+	// good start). Defaults 10ms, 60s, 0.
+	CapacityMin   time.Duration `mapstructure:"capacity_min"`
+	CapacityMax   time.Duration `mapstructure:"capacity_max"`
+	CapacityStart time.Duration `mapstructure:"capacity_start"`
+	// CapacityInterval is the adaptive capacity's measurement window: it moves at most once
+	// per window. Default 1s. CapacityStep is its first move, a fraction of the capacity.
+	// Default 0.25.
+	CapacityInterval time.Duration `mapstructure:"capacity_interval"`
+	CapacityStep     float64       `mapstructure:"capacity_step"`
 	// MaxConcurrency bounds units running at once; 0 (default) means no bound.
 	MaxConcurrency int `mapstructure:"max_concurrency"`
 	// Discipline orders the queue: fifo or sjf (default).
@@ -377,10 +407,15 @@ func Default() Config {
 		},
 		Shutdown: Shutdown{DrainTimeout: 30 * time.Second},
 		Admission: Admission{
-			Capacity:     500 * time.Millisecond,
-			Discipline:   DisciplineSJF,
-			QueueTimeout: 5 * time.Second,
-			MaxQueue:     10000,
+			Enabled:          true,
+			Capacity:         CapacityAuto,
+			CapacityMin:      10 * time.Millisecond,
+			CapacityMax:      time.Minute,
+			CapacityInterval: time.Second,
+			CapacityStep:     0.25,
+			Discipline:       DisciplineSJF,
+			QueueTimeout:     5 * time.Second,
+			MaxQueue:         10000,
 			Sessions: Sessions{
 				BlockingQueue: 8, Variant: SessionsConservative, AdaptEvery: 10000,
 				MaxBlockingQueue: 120, Key: SessionKeyConnection,

@@ -28,7 +28,7 @@ func TestDefaultIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Listen != "127.0.0.1:6033" || got.Admission.Capacity != 500*time.Millisecond || got.Classify.TypeKey != "digest" {
+	if got.Listen != "127.0.0.1:6033" || !got.Admission.Capacity.Auto() || !got.Admission.Enabled || got.Classify.TypeKey != "digest" {
 		t.Errorf("defaults = %+v", got)
 	}
 }
@@ -73,7 +73,7 @@ client:
 		{"env over file", c.Admission.Discipline, "sjf"},
 		{"env number", c.Admission.Aging, 10.0},
 		{"env list", strings.Join(c.Backends.Replicas, ","), "r1:1,r2:2"},
-		{"file duration", c.Admission.Capacity, 250 * time.Millisecond},
+		{"file duration", c.Admission.Capacity, Capacity(250 * time.Millisecond)},
 		{"file size", c.Client.MaxPacketSize, ByteSize(16 << 20)},
 		{"default", c.Admission.QueueTimeout, 5 * time.Second},
 	}
@@ -104,7 +104,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "bad duration",
 			yaml: "admission:\n  capacity: fast\n",
-			want: []string{"line 2: admission.capacity", `invalid duration "fast"`},
+			want: []string{"line 2: admission.capacity", `invalid capacity "fast": use auto`},
 		},
 		{
 			name: "bare number duration",

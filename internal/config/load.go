@@ -261,6 +261,21 @@ func decodeValue(raw any, dst reflect.Value) error {
 		}
 		dst.SetInt(int64(d))
 		return nil
+	case reflect.TypeFor[Capacity]():
+		if x, ok := raw.(string); ok && strings.TrimSpace(x) == "auto" {
+			dst.SetInt(int64(CapacityAuto))
+			return nil
+		}
+		if x, ok := raw.(Capacity); ok {
+			dst.SetInt(int64(x))
+			return nil
+		}
+		d, err := parseDuration(raw)
+		if err != nil {
+			return fmt.Errorf("invalid capacity %q: use auto, or a duration such as 500ms", fmt.Sprint(raw))
+		}
+		dst.SetInt(int64(d))
+		return nil
 	case reflect.TypeFor[ByteSize]():
 		b, err := parseByteSize(raw)
 		if err != nil {

@@ -139,8 +139,20 @@ func (c *Config) Validate() error {
 	}
 
 	a := c.Admission
-	if a.Capacity <= 0 {
-		bad("admission.capacity", "must be positive, such as 500ms")
+	if !a.Capacity.Auto() && a.Capacity <= 0 {
+		bad("admission.capacity", "must be auto or positive, such as 500ms")
+	}
+	if a.CapacityMin <= 0 || a.CapacityMax < a.CapacityMin {
+		bad("admission.capacity_min", "capacity_min must be positive and at most capacity_max (%s), such as 10ms", a.CapacityMax)
+	}
+	if a.CapacityStart != 0 && (a.CapacityStart < a.CapacityMin || a.CapacityStart > a.CapacityMax) {
+		bad("admission.capacity_start", "must be 0 (start at capacity_min) or between capacity_min %s and capacity_max %s", a.CapacityMin, a.CapacityMax)
+	}
+	if a.CapacityInterval <= 0 {
+		bad("admission.capacity_interval", "must be positive, such as 1s")
+	}
+	if !(a.CapacityStep > 0 && a.CapacityStep <= 1) {
+		bad("admission.capacity_step", "must be more than 0 and at most 1, such as 0.25")
 	}
 	if a.MaxConcurrency < 0 {
 		bad("admission.max_concurrency", "must be 0 (no ceiling) or positive")
@@ -224,8 +236,11 @@ func (c *Config) Validate() error {
 		bad("admission.accept.burst", "burst and per_client_burst must be at least 1")
 	}
 	r := a.Reserve
-	if r.Floor < 0 || (a.Capacity > 0 && r.Floor > a.Capacity) {
+	if r.Floor < 0 || (a.Capacity > 0 && r.Floor > time.Duration(a.Capacity)) {
 		bad("admission.reserve.floor", "must be between 0 (off) and admission.capacity")
+	}
+	if a.Capacity.Auto() && r.Floor > a.CapacityMin {
+		bad("admission.reserve.floor", "must be at most admission.capacity_min (%s) with capacity auto: the capacity may go down to it", a.CapacityMin)
 	}
 	if r.QuickCutoff <= 0 {
 		bad("admission.reserve.quick_cutoff", "must be positive, such as 100ms")

@@ -26,8 +26,16 @@ const codeLockWaitTimeout = 1205
 // AdmissionConfig turns the admission settings into the controller's policy.
 func AdmissionConfig(a config.Admission) admission.Config {
 	d, _ := admission.ParseDiscipline(a.Discipline) // validated
+	capacity := time.Duration(a.Capacity)
+	var auto admission.AutoConfig
+	if a.Capacity.Auto() {
+		capacity = max(a.CapacityStart, a.CapacityMin)
+		auto = admission.AutoConfig{Enabled: true, Min: a.CapacityMin, Max: a.CapacityMax,
+			Interval: a.CapacityInterval, Step: a.CapacityStep}
+	}
 	return admission.Config{
-		Capacity:            a.Capacity,
+		Capacity:            capacity,
+		Auto:                auto,
 		MaxConcurrency:      a.MaxConcurrency,
 		Discipline:          d,
 		Aging:               a.Aging,
@@ -113,12 +121,18 @@ func (s *Server) tickAdmission(stop <-chan struct{}) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	lastAdapt := time.Now()
+	logged := s.adm.ctl.Snapshot().Capacity // the adaptive capacity as last logged
 	for {
 		select {
 		case <-stop:
 			return
 		case now := <-t.C:
 			s.adm.ctl.Tick(now)
+			if snap := s.adm.ctl.Snapshot(); snap.Auto.Enabled && (snap.Capacity >= 2*logged || 2*snap.Capacity <= logged) {
+				s.log.Info("admission capacity moved", "from", logged, "to", snap.Capacity,
+					"decision", snap.Auto.Last.String(), "slowdown", snap.Auto.Slowdown)
+				logged = snap.Capacity
+			}
 			if now.Sub(lastAdapt) >= s.adm.settings.Load().policerInterval {
 				s.adaptPolicers(now)
 				lastAdapt = now
@@ -155,7 +169,8 @@ func (s *session) admit() (admitted, keep bool) {
 			msg: fmt.Sprintf("gatekeeper: rate limit: policer %q (admission.policers) refused the statement; retry later", rule)})
 		return false, s.client.IOErr() == nil
 	}
-	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted()}
+	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted(),
+		Holding: s.pl != nil && s.pl.lease != nil}
 	if s.rec.costs != nil {
 		var measured bool
 		req.Cost, req.Service, measured = s.rec.costs.ExpectMeasured(estimator.Key(key))

@@ -77,6 +77,9 @@ var (
 	descLaneRate  = prometheus.NewDesc("gatekeeper_admission_lengthy_lane_rate", "Lengthy units the lane may start a second while paced (admission.reserve.lane_rate, quick_wait_target); 0 while not paced.", nil, nil)
 	descQuickWait = prometheus.NewDesc("gatekeeper_admission_quick_wait_seconds", "Quick units' mean queue wait over the last second, while admission.reserve.quick_wait_target is set.", nil, nil)
 	descParked    = prometheus.NewDesc("gatekeeper_admission_lengthy_parked", "Lengthy units waiting for room in the lengthy lane (counted in the queue length too).", nil, nil)
+	descDecisions = prometheus.NewDesc("gatekeeper_admission_capacity_decisions_total", "Windows of the adaptive capacity (admission.capacity: auto), by decision: up, down, revert (a move that hurt, undone), hold, idle (nothing waited), sparse (too few completions), stall (throughput halved with nothing moved).", []string{"decision"}, nil)
+	descLastDec   = prometheus.NewDesc("gatekeeper_admission_capacity_last_decision", "1 for the adaptive capacity's last decision, 0 for the others.", []string{"decision"}, nil)
+	descSlowdown  = prometheus.NewDesc("gatekeeper_admission_capacity_slowdown_ratio", "How much longer each request type ran in the adaptive capacity's last window than in the one before, averaged over the units (1: as fast).", nil, nil)
 	descPolRate   = prometheus.NewDesc("gatekeeper_admission_policer_rate", "A rate policer's current rate, units per second.", []string{"policer"}, nil)
 	descPolUnits  = prometheus.NewDesc("gatekeeper_admission_policer_units_total", "Units a rate policer matched, by outcome (allowed, refused), since it was configured.", []string{"policer", "outcome"}, nil)
 )
@@ -84,15 +87,15 @@ var (
 func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descBlocked, descRunning, descLoad, descCapacity,
 		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane, descParked, descLaneRate, descQuickWait,
-		descPolRate, descPolUnits} {
+		descPolRate, descPolUnits, descDecisions, descLastDec, descSlowdown} {
 		ch <- d
 	}
 }
 
 func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.ctl.Snapshot()
-	gauge := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(descQueued, float64(s.Queued))
 	gauge(descBlocked, float64(s.Blocked))
@@ -114,6 +117,17 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descParked, float64(s.Parked))
 	gauge(descLaneRate, s.LaneRate)
 	gauge(descQuickWait, s.QuickWait.Seconds())
+	if s.Auto.Enabled {
+		for _, d := range admission.Decisions[1:] {
+			ch <- prometheus.MustNewConstMetric(descDecisions, prometheus.CounterValue, float64(s.Auto.Decided[d]), d.String())
+			last := 0.0
+			if s.Auto.Last == d {
+				last = 1
+			}
+			gauge(descLastDec, last, d.String())
+		}
+		gauge(descSlowdown, s.Auto.Slowdown)
+	}
 	for _, p := range c.policers().States() {
 		ch <- prometheus.MustNewConstMetric(descPolRate, prometheus.GaugeValue, p.Rate, p.Name)
 		ch <- prometheus.MustNewConstMetric(descPolUnits, prometheus.CounterValue, float64(p.Allowed), p.Name, "allowed")
