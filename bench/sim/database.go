@@ -15,6 +15,15 @@ type DatabaseConfig struct {
 	// Penalty is how fast it thrashes: each running request past the knee slows every
 	// request down by this fraction of its speed at the knee.
 	Penalty float64
+	// Changes change the database's speed during a run, in order of time: from At on,
+	// every request is served Speed times as fast (0.5: it lost half its processors).
+	Changes []SpeedChange
+}
+
+// SpeedChange is a step in the database's speed.
+type SpeedChange struct {
+	At    time.Duration
+	Speed float64
 }
 
 // Validate reports the first setting that cannot work.
@@ -26,6 +35,11 @@ func (c DatabaseConfig) Validate() error {
 		return fmt.Errorf("database: knee must be 0 or positive (got %d)", c.Knee)
 	case c.Penalty < 0:
 		return fmt.Errorf("database: penalty must be 0 or positive (got %g)", c.Penalty)
+	}
+	for i, ch := range c.Changes {
+		if ch.Speed <= 0 || ch.At < 0 || i > 0 && ch.At < c.Changes[i-1].At {
+			return fmt.Errorf("database: change %d: speed must be positive and changes in order of time (got %g at %s)", i, ch.Speed, ch.At)
+		}
 	}
 	return nil
 }
@@ -57,7 +71,8 @@ func (c DatabaseConfig) Rate(n int) float64 {
 // request finishes when attained reaches the value it had at the request's start plus its
 // demand; so a start or a finish costs O(log n).
 type Database struct {
-	cfg DatabaseConfig
+	cfg   DatabaseConfig
+	speed float64
 	// attained is the service each running request received since the database was
 	// last empty, in seconds; it is brought up to date at last.
 	attained float64
@@ -66,7 +81,16 @@ type Database struct {
 }
 
 // NewDatabase returns an empty database.
-func NewDatabase(cfg DatabaseConfig) *Database { return &Database{cfg: cfg} }
+func NewDatabase(cfg DatabaseConfig) *Database { return &Database{cfg: cfg, speed: 1} }
+
+// rate is the speed of each of n running requests now.
+func (d *Database) rate(n int) float64 { return d.speed * d.cfg.Rate(n) }
+
+// SetSpeed makes the database serve speed times as fast from now on.
+func (d *Database) SetSpeed(speed float64, now time.Duration) {
+	d.advance(now)
+	d.speed = speed
+}
 
 // Running returns the number of requests being served.
 func (d *Database) Running() int { return len(d.jobs) }
@@ -74,7 +98,7 @@ func (d *Database) Running() int { return len(d.jobs) }
 // advance brings attained up to now.
 func (d *Database) advance(now time.Duration) {
 	if n := len(d.jobs); n > 0 {
-		d.attained += d.cfg.Rate(n) * (now - d.last).Seconds()
+		d.attained += d.rate(n) * (now - d.last).Seconds()
 	}
 	d.last = now
 }
@@ -96,7 +120,7 @@ func (d *Database) Next() (time.Duration, bool) {
 	}
 	left := max(d.jobs[0].finish-d.attained, 0)
 	// Round up, so that at the returned time the request has its whole demand.
-	return d.last + time.Duration(math.Ceil(left/d.cfg.Rate(len(d.jobs))*1e9)), true
+	return d.last + time.Duration(math.Ceil(left/d.rate(len(d.jobs))*1e9)), true
 }
 
 // finishSlack absorbs rounding: a request this close to its demand is done.

@@ -13,6 +13,11 @@ const (
 	evArrival
 	// evDeadline: a waiting request reaches its queue timeout.
 	evDeadline
+	// evSpeed: the database's speed changes (gen indexes DatabaseConfig.Changes).
+	evSpeed
+	// evTick: the controller's periodic work, every tickEvery while the adaptive capacity
+	// is on, as the proxy ticks it.
+	evTick
 )
 
 // event is something due at a time. Events at the same time run in the order they were

@@ -54,6 +54,16 @@ type Setup struct {
 	// SLO, AdaptEvery and MaxBlocking configure the adaptive B.
 	SLO                     time.Duration
 	AdaptEvery, MaxBlocking int
+
+	// TrackClients closed-loop clients run the adaptive capacity's experiment: the
+	// database's speed is TrackSpeeds[i] during phase i, each TrackPhase long. The adaptive
+	// capacity starts at AutoMin, stays within AutoMax, and measures windows of
+	// AutoInterval. No TrackSpeeds: no experiment.
+	TrackClients     int
+	TrackSpeeds      []float64
+	TrackPhase       time.Duration
+	AutoMin, AutoMax time.Duration
+	AutoInterval     time.Duration
 }
 
 // DefaultSetup is the setup of make sim; quick is a smaller one for a smoke run and tests.
@@ -86,6 +96,12 @@ func DefaultSetup(quick bool) Setup {
 		SLO:             2 * time.Second,
 		AdaptEvery:      10000,
 		MaxBlocking:     120,
+		TrackClients:    300,
+		TrackSpeeds:     []float64{1, 0.5, 1},
+		TrackPhase:      1800 * time.Second,
+		AutoMin:         100 * time.Millisecond,
+		AutoMax:         100 * time.Second,
+		AutoInterval:    80 * time.Second,
 	}
 	if quick {
 		s.Warmup, s.Duration = 100*time.Second, 300*time.Second
@@ -94,6 +110,7 @@ func DefaultSetup(quick bool) Setup {
 		s.Sessions = 5000
 		s.BlockingQueues = []int{0, 8, 32, 128}
 		s.AdaptEvery = 5000
+		s.TrackPhase = 1200 * time.Second
 	}
 	return s
 }
@@ -210,6 +227,8 @@ type Results struct {
 	// Adaptive[l][v] is the same with the adaptive B.
 	Await    [][2][]Result
 	Adaptive [][2]Result
+	// Tracking is the adaptive capacity's experiment.
+	Tracking Tracking
 	// Runs counts the simulations, Sessions the sessions simulated.
 	Runs, SessionsRun int
 }
@@ -255,6 +274,7 @@ func RunAll(s Setup, seed uint64, workers int) (*Results, error) {
 			add(s.sessions(mix, lv, -1, aggressive, seed+uint64(l)), &r.Adaptive[l][v])
 		}
 	}
+	s.trackingRuns(mix, seed, &r.Tracking, add)
 	if err := runJobs(jobs, workers); err != nil {
 		return nil, err
 	}

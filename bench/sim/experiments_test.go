@@ -45,11 +45,13 @@ func TestHeadlineShapes(t *testing.T) {
 	}
 	require.Greater(t, h.OpenAging[0], h.OpenSJF, "aging 1 binds")
 
-	// Closed loop past saturation: short interactions gain, heavy ones pay, aging bounds it.
+	// Closed loop past saturation: short interactions gain, heavy ones pay. With the queue
+	// timeout an hour away no heavy unit's deadline is at risk, so short units pass overdue
+	// ones under aging too and gain as much as under sjf.
 	require.Less(t, 10*h.ShortSJF, h.ShortFIFO)
 	require.Greater(t, h.HeavySJF, 2*h.HeavyFIFO)
 	for i := range r.Setup.Agings {
-		require.Less(t, h.HeavyAging[i], h.HeavySJF)
+		require.Less(t, 10*h.ShortAging[i], h.ShortFIFO)
 	}
 
 	// AWAIT: a blocking queue cuts the aborted sessions.

@@ -121,9 +121,23 @@ type Result struct {
 	Admission admission.Snapshot
 	// MaxRunning is the most requests the database served at once.
 	MaxRunning int
+	// Trace is the controller's capacity and the interactions completed, second by second
+	// from the start, while the adaptive capacity is on.
+	Trace []TracePoint
 	// Events counts the simulation's steps.
 	Events int
 }
+
+// TracePoint is one second of a run.
+type TracePoint struct {
+	At         time.Duration
+	Capacity   time.Duration
+	Throughput float64 // interactions completed in the second
+	Decision   admission.Decision
+}
+
+// tickEvery is how often the controller ticks while its capacity adapts: as the proxy.
+const tickEvery = 100 * time.Millisecond
 
 // SessionCounts counts what became of the sessions.
 type SessionCounts struct {
@@ -197,6 +211,8 @@ type run struct {
 	waiting waitList
 	done    []*request
 	seq     uint64
+	// second counts the interactions completed in the current second of the trace.
+	second int
 
 	free     []*request // open-loop requests to reuse
 	arrivals *arrivalGen
@@ -263,6 +279,12 @@ func newRun(cfg Config) *run {
 		s.arrivals = newArrivalGen(cfg.Sessions.Arrivals, s.arr)
 		s.events.push(event{at: seconds(s.arrivals.next(s.arr)), kind: evArrival})
 	}
+	for i, ch := range cfg.Database.Changes {
+		s.events.push(event{at: ch.At, kind: evSpeed, gen: uint64(i)})
+	}
+	if cfg.Admission != nil && cfg.Admission.Auto.Enabled && s.end > 0 {
+		s.events.push(event{at: tickEvery, kind: evTick})
+	}
 	return s
 }
 
@@ -299,6 +321,18 @@ func (s *run) loop() error {
 				s.ctl.Tick(s.setClock())
 				s.collect()
 			}
+		case evSpeed:
+			s.db.SetSpeed(s.cfg.Database.Changes[e.gen].Speed, s.now)
+		case evTick:
+			s.ctl.Tick(s.setClock())
+			s.collect()
+			if s.now%time.Second == 0 {
+				snap := s.ctl.Snapshot()
+				s.res.Trace = append(s.res.Trace, TracePoint{At: s.now, Capacity: snap.Capacity,
+					Throughput: float64(s.second), Decision: snap.Auto.Last})
+				s.second = 0
+			}
+			s.events.push(event{at: s.now + tickEvery, kind: evTick})
 		}
 	}
 }
@@ -430,6 +464,7 @@ func (s *run) measured() bool {
 
 // complete records r's response and moves its issuer on.
 func (s *run) complete(r *request) {
+	s.second++
 	if s.measured() {
 		resp, wait := (s.now - r.issued).Seconds(), (r.started - r.issued).Seconds()
 		s.res.Completed++

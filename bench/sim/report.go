@@ -116,7 +116,7 @@ func (r *Results) Charts() []Chart {
 			rejected.Series = append(rejected.Series, j)
 		}
 	}
-	return []Chart{capacity, tput, closedMean, openMean, perClass, aborted, rejected}
+	return append([]Chart{capacity, tput, closedMean, openMean, perClass, aborted, rejected}, r.trackingCharts()...)
 }
 
 // WriteCharts writes the charts as PNG files into dir.
@@ -242,12 +242,13 @@ func (r *Results) WriteMarkdown(w io.Writer, m Meta) error {
 	}
 	p(".\n  Past saturation (%d clients' rate) fifo %s against sjf %s, counting only the answered ones\n", h.MostClients, fmtMS(h.OpenFIFOAtMost), fmtMS(h.OpenSJFAtMost))
 	p("  (see the refusals in the table).\n")
-	p("- **Heavy interactions pay for it, aging bounds the bill.** Closed loop at %d clients: %s\n", h.MostClients, ShortClass)
+	p("- **Heavy interactions pay for it.** Closed loop at %d clients: %s\n", h.MostClients, ShortClass)
 	p("  fifo %s, sjf %s; %s fifo %s, sjf %s", fmtMS(h.ShortFIFO), fmtMS(h.ShortSJF), HeavyClass, fmtMS(h.HeavyFIFO), fmtMS(h.HeavySJF))
 	for i, x := range s.Agings {
 		p("; aging X=%g: %s %s, %s %s", x, ShortClass, fmtMS(h.ShortAging[i]), HeavyClass, fmtMS(h.HeavyAging[i]))
 	}
-	p(".\n")
+	p(". The queue timeout is %s here, so no overdue unit's deadline is at risk and short units\n", s.ClosedTimeout)
+	p("  pass overdue ones under aging as under sjf; the open loop, with its %s timeout, is where aging binds.\n", s.OpenTimeout)
 	p("- **A blocking queue saves accepted sessions.** AWAIT (conservative): aborted accepted sessions at\n  B=%d against B=%d:", s.BlockingQueues[0], s.BlockingQueues[len(s.BlockingQueues)-1])
 	for l, lv := range r.Levels {
 		sep := ","
@@ -354,6 +355,7 @@ func (r *Results) WriteMarkdown(w io.Writer, m Meta) error {
 	p("\n")
 
 	r.writeAwait(p)
+	r.writeTracking(p)
 	r.writeNotes(p)
 	if err := b.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
