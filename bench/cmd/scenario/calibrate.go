@@ -30,7 +30,7 @@ type calibration struct {
 func calibrateModes(ctx context.Context, o options, s proxySettings, modes []mode) error {
 	for i := range modes {
 		m := &modes[i]
-		if !m.Admission || m.Capacity > 0 {
+		if !m.Admission || m.Capacity > 0 || m.Auto {
 			continue
 		}
 		cfgPath := filepath.Join(s.Dir, "calibrate-"+m.Name+".yaml")

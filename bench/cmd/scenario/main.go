@@ -95,7 +95,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.password, "password", envOr("GK_PASSWORD", "gk"), "its password (default $GK_PASSWORD)")
 	fs.StringVar(&o.database, "database", "bookstore", "database to load the bookstore into")
 	fs.StringVar(&o.gatekeeper, "gatekeeper", "bin/gatekeeper", "the gatekeeper binary (make build)")
-	fs.StringVar(&modes, "modes", "direct,passthrough,fifo,sjf,sjf-aging-5,sjf-aging-1", "modes to compare; an admission mode may take its own capacity, as in fifo@360ms")
+	fs.StringVar(&modes, "modes", "direct,passthrough,fifo,sjf,sjf-aging-5,sjf-aging-1", "modes to compare; an admission mode may take its own capacity, as in fifo@360ms, or adapt it, as in sjf@auto")
 	fs.StringVar(&clients, "clients", "10,20,40,80", "closed-loop client counts")
 	fs.DurationVar(&o.think, "think", 100*time.Millisecond, "mean think time of a closed-loop client")
 	fs.DurationVar(&o.duration, "duration", 45*time.Second, "measured period of a run")

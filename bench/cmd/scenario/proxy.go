@@ -29,6 +29,8 @@ type mode struct {
 	LastCall   time.Duration
 	// Capacity overrides the common admission.capacity (0: keep it).
 	Capacity time.Duration
+	// Auto: the capacity adapts (admission.capacity: auto), as in sjf@auto.
+	Auto bool
 	// Calibrated: Capacity is what gatekeeper calibrate chose for the mode.
 	Calibrated bool
 	// Reserve: the mode takes the quick-request reserve of --reserve-floor.
@@ -60,6 +62,9 @@ func parseModes(s string) ([]mode, error) {
 			return nil, fmt.Errorf("--modes: %s: +reserve is the only suffix and comes once, at the end, as in sjf@80ms+reserve", m.Name)
 		}
 		base, capacity, withCapacity := strings.Cut(name, "@")
+		if withCapacity && capacity == "auto" {
+			m.Auto, name, withCapacity = true, base, false
+		}
 		if withCapacity {
 			d, err := time.ParseDuration(capacity)
 			if err != nil || d <= 0 {
@@ -86,9 +91,9 @@ func parseModes(s string) ([]mode, error) {
 			}
 			m.Proxy, m.Admission, m.Discipline, m.LastCall = true, true, "sjf", d
 		default:
-			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough or an admission mode (%s), an admission mode with its own capacity after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve", m.Name, admissionModes)
+			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough or an admission mode (%s), an admission mode with its own capacity (or auto) after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve or sjf@auto", m.Name, admissionModes)
 		}
-		if m.Capacity > 0 && !m.Admission {
+		if (m.Capacity > 0 || m.Auto) && !m.Admission {
 			return nil, fmt.Errorf("--modes: %s: only an admission mode (%s) has a capacity", m.Name, admissionModes)
 		}
 		if m.Reserve && !m.Admission {
@@ -169,9 +174,12 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 		s.typeKey(), s.Weight, s.BackendCPUs)
 	fmt.Fprintf(&b, "admission:\n  enabled: %t\n", m.Admission)
 	if m.Admission {
-		capacity := s.Capacity
+		capacity := s.Capacity.String()
 		if m.Capacity > 0 {
-			capacity = m.Capacity
+			capacity = m.Capacity.String()
+		}
+		if m.Auto {
+			capacity = "auto"
 		}
 		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  last_call: %s\n  queue_timeout: %s\n  max_queue: 100000\n",
 			capacity, m.Discipline, m.Aging, m.LastCall, s.QueueTimeout)
