@@ -104,7 +104,12 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "bad duration",
 			yaml: "admission:\n  capacity: fast\n",
-			want: []string{"line 2: admission.capacity", `invalid capacity "fast": use auto`},
+			want: []string{"line 2: admission.capacity", `invalid capacity "fast": use auto, or a positive duration`},
+		},
+		{
+			name: "negative capacity", // -1ns must not read as auto
+			yaml: "admission:\n  capacity: -1ns\n",
+			want: []string{"line 2: admission.capacity", `invalid capacity "-1ns"`},
 		},
 		{
 			name: "bare number duration",

@@ -271,8 +271,8 @@ func decodeValue(raw any, dst reflect.Value) error {
 			return nil
 		}
 		d, err := parseDuration(raw)
-		if err != nil {
-			return fmt.Errorf("invalid capacity %q: use auto, or a duration such as 500ms", fmt.Sprint(raw))
+		if err != nil || d < 0 {
+			return fmt.Errorf("invalid capacity %q: use auto, or a positive duration such as 500ms", fmt.Sprint(raw))
 		}
 		dst.SetInt(int64(d))
 		return nil
