@@ -62,7 +62,7 @@ go build -o "$WORK/bookstore" ./bench/cmd/bookstore
 
 QUICK_ARGS=()
 if [ "$QUICK" = yes ]; then
-	QUICK_ARGS=(--modes direct,fifo,sjf --clients 50,200 --warmup 5s --duration 15s)
+	QUICK_ARGS=(--modes direct,sjf@auto,sjf --clients 50,200 --warmup 5s --duration 15s)
 	[ -z "$OUT" ] && QUICK_ARGS+=(--out bench/results/bookstore-quick)
 	OUT=${OUT:-bench/results/bookstore-quick}
 	# Steps short enough for a quick run measure noise, not the curve (3 s steps chose 10

@@ -471,7 +471,7 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 	t.end = now.Add(t.req.service())
 	c.active.push(t)
 	if c.cfg.Auto.Enabled {
-		c.tune.running(now, c.running)
+		c.tune.running(now, c.running, c.load)
 	}
 	c.load += t.req.Cost
 	if t.lengthy {
@@ -720,7 +720,7 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 	t.state = Idle
 	c.active.remove(t)
 	if c.cfg.Auto.Enabled {
-		c.tune.running(now, c.running)
+		c.tune.running(now, c.running, c.load)
 	}
 	c.load -= t.req.Cost
 	if t.lengthy {

@@ -53,6 +53,9 @@ const (
 	// capacity is past the knee: more running units bring at most a quarter as much more
 	// work done. Processor sharing gives 1 past the knee and 0 below it.
 	kneeElasticity = 0.75
+	// bindingUse is the mean share of the capacity held by running units past which the
+	// capacity binds: a move up that let no more units run then was too small, not useless.
+	bindingUse = 0.75
 	// maxTuneTypes bounds the per-type prices kept between windows.
 	maxTuneTypes = 4096
 )
@@ -135,6 +138,7 @@ type tuner struct {
 	// areaAt on; prevConc is the last window's mean concurrency, prevRate its completions a
 	// second.
 	area               float64
+	loadArea           float64 // the load integrated likewise
 	areaAt             time.Time
 	prevConc, prevRate float64
 	// moved is the last window's move, as new capacity over old (1: none to judge).
@@ -144,7 +148,9 @@ type tuner struct {
 	up    bool // the next probe's direction
 	// over: the last move that said anything said the capacity was past the knee; a move
 	// that changes nothing then goes on down, or is undone if it went up.
-	over    bool
+	over bool
+	// warm: a move has been undone once; until then (a cold start) windows may end early.
+	warm    bool
 	stalled int // windows held in a row for a stall
 	state   AutoState
 }
@@ -155,10 +161,12 @@ func (u *tuner) reset(cfg AutoConfig, now time.Time) {
 	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Step: cfg.Step}
 }
 
-// running integrates the running units up to now; running is their number until now.
-func (u *tuner) running(now time.Time, running int) {
+// running integrates the running units and their load up to now; running and load are
+// what they were until now.
+func (u *tuner) running(now time.Time, running int, load time.Duration) {
 	if d := now.Sub(u.areaAt); d > 0 {
 		u.area += float64(running) * float64(d)
+		u.loadArea += float64(load) * float64(d)
 		u.areaAt = now
 	}
 }
@@ -203,16 +211,17 @@ func (c *Controller) adapt(now time.Time) {
 	if !a.Enabled || dt < a.Interval/4 {
 		return
 	}
-	u.running(now, c.running)
+	u.running(now, c.running, c.load)
 	conc := u.area / float64(dt)
+	used := u.loadArea / float64(dt) / float64(c.cfg.Capacity) // the capacity's mean use
 	completed := 0
 	for _, p := range u.cur {
 		completed += p.n
 	}
 	queued := u.queued || c.waiting() > 0
 	starved := queued && conc < 1.5 && !u.over
-	if dt < a.Interval && (u.over || !starved && completed < minTuneSamples) {
-		// Until the knee is first seen (a cold start), a window ends at a quarter of the
+	if dt < a.Interval && (u.warm || !starved && completed < minTuneSamples) {
+		// Until a move is first undone (a cold start), a window ends at a quarter of the
 		// interval once it has enough to judge, or at once when the capacity lets about one
 		// unit run at a time while others wait: a cold start reaches the database's pace
 		// within seconds, not minutes.
@@ -232,6 +241,7 @@ func (c *Controller) adapt(now time.Time) {
 	capacity := c.cfg.Capacity
 	next, d := capacity, DecisionHold
 	moved := u.moved
+	keepStep := false
 	switch {
 	case !queued && moved == 1:
 		d = DecisionIdle
@@ -254,10 +264,15 @@ func (c *Controller) adapt(now time.Time) {
 		case rose:
 			// As fast, or did more: below the knee; go on.
 			d, next, u.over = DecisionUp, grow(capacity, u.step*1.5), false
-		case u.over: // as many ran as before; the last that said anything said past the knee
-			d, next = DecisionRevert, u.from
-		default:
+		case used >= bindingUse && !u.over:
+			// As many ran as before, yet the capacity was full: the step was too small to
+			// let another unit in. Go on, with a larger one.
 			d, next = DecisionUp, grow(capacity, u.step*1.5)
+		default:
+			// As many ran as before, with room left: the clients, not the capacity, bound
+			// them (or the last telling move said past the knee). Undo, so that the capacity
+			// stays where it binds.
+			d, next, keepStep = DecisionRevert, u.from, true
 		}
 	case moved < 1: // went down
 		s := 1 - moved
@@ -283,14 +298,16 @@ func (c *Controller) adapt(now time.Time) {
 			d, next = DecisionDown, shrink(capacity, u.step)
 		}
 	}
-	switch d {
-	case DecisionUp, DecisionDown:
+	switch {
+	case keepStep:
+		u.step, u.up, u.warm = math.Min(u.step*1.5, maxTuneStep), false, true
+	case d == DecisionUp || d == DecisionDown:
 		if moved != 1 { // a move that went on grows its step
 			u.step = math.Min(u.step*1.5, maxTuneStep)
 		}
 		u.up = d == DecisionUp
-	case DecisionRevert:
-		u.step = math.Max(u.step/2, minTuneStep)
+	case d == DecisionRevert:
+		u.step, u.warm = math.Max(u.step/2, minTuneStep), true
 		u.up = next > capacity // the next probe goes where the undo went
 	}
 	if d != DecisionStall {
@@ -317,7 +334,7 @@ func (c *Controller) adapt(now time.Time) {
 		u.prevConc, u.prevRate = conc, rate
 	}
 	clear(u.cur)
-	u.start, u.queued, u.area = now, false, 0
+	u.start, u.queued, u.area, u.loadArea = now, false, 0, 0
 }
 
 func grow(c time.Duration, step float64) time.Duration {

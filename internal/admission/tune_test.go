@@ -181,6 +181,19 @@ func TestAutoCapacityColdStartBurst(t *testing.T) {
 	require.Greater(t, s.Capacity, 5*time.Second)
 }
 
+// TestAutoCapacityStopsAtTheClients: six clients on eight cores never reach the knee. From
+// a cold start the capacity grows until it holds them all, and stops near there instead of
+// running on to its maximum, which would leave it far past the knee when more clients come.
+func TestAutoCapacityStopsAtTheClients(t *testing.T) {
+	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 6, 8)
+	rate := 0.0
+	for range 60 {
+		rate = db.run(time.Second)
+	}
+	require.Greater(t, rate, 0.95*600, "six clients of 10 ms units")
+	require.Less(t, db.ctl.Snapshot().Capacity, 240*time.Millisecond, "the clients hold 60 ms")
+}
+
 func TestAutoConfigValidate(t *testing.T) {
 	c := autoConfig(time.Millisecond)
 	require.ErrorContains(t, c.Validate(), "between capacity_min")
