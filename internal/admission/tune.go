@@ -101,7 +101,7 @@ type AutoState struct {
 	Step float64
 	// Gain is the last window's completions a second over the window before's, Slowdown how
 	// much longer each type took than in the window before (averaged over the units), and
-	// Elasticity the slowdown's log over the log of the change in running units (NaN when
+	// Elasticity the slowdown's log over the log of the change in running units (0 when
 	// they did not change). Gain and Slowdown are 0 when a window had nothing to compare.
 	Gain, Slowdown, Elasticity float64
 	// Moved counts the windows that moved the capacity, Decided the windows by decision.
@@ -238,6 +238,9 @@ func (c *Controller) adapt(now time.Time) {
 		elasticity = math.Log(slowdown) / lc
 	}
 	u.state.Gain, u.state.Slowdown, u.state.Elasticity = gain, slowdown, elasticity
+	if math.IsNaN(elasticity) {
+		u.state.Elasticity = 0
+	}
 	capacity := c.cfg.Capacity
 	next, d := capacity, DecisionHold
 	moved := u.moved
