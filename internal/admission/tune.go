@@ -52,7 +52,7 @@ const (
 	// kneeElasticity is the elasticity of the slowdown to the running units past which the
 	// capacity is past the knee: more running units bring at most a quarter as much more
 	// work done. Processor sharing gives 1 past the knee and 0 below it.
-	kneeElasticity = 0.8
+	kneeElasticity = 0.75
 	// bindingUse is the mean share of the capacity held by running units past which the
 	// capacity binds: a move up that let no more units run then was too small, not useless.
 	bindingUse = 0.75
@@ -261,7 +261,7 @@ func (c *Controller) adapt(now time.Time) {
 		s := moved - 1
 		rose := conc > u.prevConc*(1+s/2)
 		switch {
-		case rose && elasticity >= kneeElasticity && gain < 1+s/8:
+		case rose && elasticity >= kneeElasticity && gain < 1+s/4:
 			// The units slowed as much as they were more: past the knee; undo.
 			d, next, u.over = DecisionRevert, u.from, true
 		case rose:
