@@ -21,6 +21,7 @@ for dir in "$@"; do
 		"$BIN/overhead" -csv "$dir/results.csv"
 		continue
 	fi
+	head -n 1 "$dir/results.csv" | grep -q '^mode,loop,' || continue # not a bookstore run (saturation: no plots)
 	# A run that charged each statement its busy time (backend_cpus 0, or before the option)
 	# splits its responses into execution and wait; its report names no backend_cpus above 0.
 	cpus=()
