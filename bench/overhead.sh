@@ -14,10 +14,10 @@
 #                     [--out DIR]
 #
 # Targets (comma or space separated; default all): direct, gatekeeper (passthrough),
-# gatekeeper-admission (admission as shipped: on, capacity auto; sysbench's statements cost so
-# little that nothing queues, and what is measured is the bookkeeping), gatekeeper-pooled
-# (pools.max_open the largest thread count); gatekeeper and gatekeeper-pooled run with
-# admission off,
+# gatekeeper-admission (admission on with capacity auto, as make run starts it; sysbench's
+# statements cost so little that nothing queues, and what is measured is the bookkeeping),
+# gatekeeper-pooled (pools.max_open the largest thread count); gatekeeper and
+# gatekeeper-pooled run with admission off,
 # haproxy (mode tcp, Debian's package, installed with apt-get when missing and apt works),
 # proxysql (ProxySQL 2.7.1 from ../shared/tools/devbench/proxysql-2.7.1.tgz, or PROXYSQL_TGZ,
 # or a binary given as PROXYSQL=/path with its libraries in PROXYSQL_LIB or beside it in
@@ -501,7 +501,7 @@ report() {
 	echo "rounds: $ROUNDS of ${TIME}s per target and cell after a ${WARMUP}s warm-up of each, the targets taking"
 	echo "turns in reverse order every other round. Targets: direct is the database itself;"
 	echo "gatekeeper is its passthrough mode (a backend connection per client) with admission off;"
-	echo "gatekeeper-admission is the same with admission as shipped (on, capacity auto);"
+	echo "gatekeeper-admission is the same with admission on, capacity auto;"
 	echo "gatekeeper-pooled is pooled mode with pools.max_open $MAX_THREADS, admission off;"
 	echo "haproxy is mode tcp with nbthread $PROXY_THREADS; proxysql runs threads=$PROXY_THREADS with no query"
 	echo "rules and monitoring off. Every run is in [results.csv](results.csv)."
