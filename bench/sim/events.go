@@ -16,7 +16,7 @@ const (
 	// evSpeed: the database's speed changes (gen indexes DatabaseConfig.Changes).
 	evSpeed
 	// evTick: the controller's periodic work, every tickEvery while the adaptive capacity
-	// is on, as the proxy ticks it.
+	// is on or the run is traced, as the proxy ticks it.
 	evTick
 )
 

@@ -25,6 +25,10 @@ type Config struct {
 	Open     *OpenLoop
 	Sessions *SessionLoad
 
+	// Trace records Result.Trace (closed and open loops, with admission); the controller
+	// then ticks every tickEvery, as it does anyway while its capacity adapts.
+	Trace bool
+
 	// Warmup and Duration: under Closed and Open, interactions that end in
 	// [Warmup, Warmup+Duration) are measured and the run stops at Warmup+Duration.
 	// Sessions runs until every session has ended, measuring all of them.
@@ -122,7 +126,7 @@ type Result struct {
 	// MaxRunning is the most requests the database served at once.
 	MaxRunning int
 	// Trace is the controller's capacity and the interactions completed, second by second
-	// from the start, while the adaptive capacity is on.
+	// from the start, when Config.Trace is set or the capacity adapts.
 	Trace []TracePoint
 	// Events counts the simulation's steps.
 	Events int
@@ -282,7 +286,7 @@ func newRun(cfg Config) *run {
 	for i, ch := range cfg.Database.Changes {
 		s.events.push(event{at: ch.At, kind: evSpeed, gen: uint64(i)})
 	}
-	if cfg.Admission != nil && cfg.Admission.Auto.Enabled && s.end > 0 {
+	if cfg.Admission != nil && (cfg.Admission.Auto.Enabled || cfg.Trace) && s.end > 0 {
 		s.events.push(event{at: tickEvery, kind: evTick})
 	}
 	return s

@@ -31,7 +31,7 @@ func (s Setup) trackingRuns(mix *Mix, seed uint64, t *Tracking, add func(Config,
 		db.Changes = append([]SpeedChange{{At: 0, Speed: v}}, db.Changes...)
 	}
 	run := func(a *admission.Config) Config {
-		return Config{Seed: seed, Database: db, Mix: mix, Admission: a,
+		return Config{Seed: seed, Database: db, Mix: mix, Admission: a, Trace: true,
 			Closed:   &ClosedLoop{Clients: s.TrackClients, Think: s.Think, ThinkMax: s.ThinkMax},
 			Duration: time.Duration(len(s.TrackSpeeds)) * s.TrackPhase}
 	}
@@ -41,7 +41,7 @@ func (s Setup) trackingRuns(mix *Mix, seed uint64, t *Tracking, add func(Config,
 	t.Static = make([]Result, len(s.Capacities))
 	for i, c := range s.Capacities {
 		st := *auto
-		st.Capacity, st.Auto = c, admission.AutoConfig{Enabled: true, Min: c, Max: c, Interval: s.AutoInterval}
+		st.Capacity, st.Auto = c, admission.AutoConfig{}
 		add(run(&st), &t.Static[i])
 	}
 }

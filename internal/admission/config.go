@@ -113,11 +113,12 @@ type ReserveConfig struct {
 
 // Validate reports the first setting that cannot work, saying what to do.
 func (c Config) Validate() error {
+	auto := c.Auto.withDefaults().validate(c.Capacity)
 	switch {
 	case c.Capacity <= 0:
 		return fmt.Errorf("capacity must be positive (got %s); set it to the concurrent work the database sustains, e.g. 500ms, or run gatekeeper calibrate", c.Capacity)
-	case c.Auto.withDefaults().validate(c.Capacity) != nil:
-		return c.Auto.withDefaults().validate(c.Capacity)
+	case auto != nil:
+		return auto
 	case c.MaxConcurrency < 0:
 		return fmt.Errorf("max_concurrency must be 0 (no bound) or positive (got %d)", c.MaxConcurrency)
 	case c.Aging < 0:
