@@ -35,6 +35,34 @@ bench_cleanup() {
 	rm -rf "$WORK"
 }
 
+# wait_login NAME PID PORT LOG waits up to 10s until gatekeeper NAME (process PID, its
+# stderr in LOG) takes a login on 127.0.0.1:PORT; it exits the script when it does not.
+wait_login() {
+	for _ in $(seq 1 100); do
+		mariadb --no-defaults -h127.0.0.1 -P"$3" -u"$GK_USER" -p"$GK_PASSWORD" -e 'SELECT 1' >/dev/null 2>&1 && return 0
+		if ! kill -0 "$2" 2>/dev/null; then
+			tail -n 20 "$4" >&2
+			echo "$0: gatekeeper ($1) exited at start" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	tail -n 20 "$4" >&2
+	echo "$0: gatekeeper ($1) did not take a login on 127.0.0.1:$3 within 10s" >&2
+	exit 1
+}
+
+# stop_pid PID stops a process started by the script and takes it off PIDS.
+stop_pid() {
+	kill -TERM "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	local keep=() p
+	for p in "${PIDS[@]}"; do
+		if [ "$p" != "$1" ]; then keep+=("$p"); fi
+	done
+	PIDS=("${keep[@]}")
+}
+
 # free_port prints a TCP port free on the loopback interface.
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||

@@ -95,25 +95,13 @@ start_proxy() {
 		--admin-listen "" 2>"$2" &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
-	for _ in $(seq 1 100); do
-		mariadb --no-defaults -h127.0.0.1 -P"$PROXY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -e 'SELECT 1' >/dev/null 2>&1 && return 0
-		kill -0 "$PROXY_PID" 2>/dev/null || { tail -n 20 "$2" >&2; fail "gatekeeper ($1) exited at start"; }
-		sleep 0.1
-	done
-	tail -n 20 "$2" >&2
-	fail "gatekeeper ($1) did not take a login on 127.0.0.1:$PROXY_PORT within 10s"
+	wait_login "$1" "$PROXY_PID" "$PROXY_PORT" "$2"
 }
 
 # stop_proxy stops the proxy and waits until the primary is back to the connections it had
 # before the first run, so that a run does not see the last one's connections closing.
 stop_proxy() {
-	kill -TERM "$PROXY_PID" 2>/dev/null || true
-	wait "$PROXY_PID" 2>/dev/null || true
-	local keep=() p
-	for p in "${PIDS[@]}"; do
-		if [ "$p" != "$PROXY_PID" ]; then keep+=("$p"); fi
-	done
-	PIDS=("${keep[@]}")
+	stop_pid "$PROXY_PID"
 	for _ in $(seq 1 300); do
 		[ "$(threads_connected)" -le "$IDLE_THREADS" ] && return 0
 		sleep 0.1
