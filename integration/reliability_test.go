@@ -46,8 +46,13 @@ func TestBackendClosesAnIdleConnection(t *testing.T) {
 			return n == 0
 		})
 		if mode == config.ModePassthrough {
+			// The counter moves when the proxy sees the hang-up; the client's socket closes
+			// a moment later, when its session ends. A BEGIN sent in between is relayed to
+			// the dead connection and fails, as one sent directly at the instant the server
+			// closes would, so wait for the close itself.
 			waitFor(t, 5*time.Second, "the proxy to close the client's connection", func() bool {
-				return metricValue(t, p, "gatekeeper_backend_closed_idle_total", nil) >= 1
+				return metricValue(t, p, "gatekeeper_backend_closed_idle_total", nil) >= 1 &&
+					metricValue(t, p, "gatekeeper_client_connections_open", nil) == 0
 			})
 		}
 		tx, err := db.Begin()
