@@ -266,11 +266,11 @@ func (c *Controller) adapt(now time.Time) {
 			d, next, u.over = DecisionRevert, u.from, true
 		case rose:
 			// As fast, or did more: below the knee; go on.
-			d, next, u.over = DecisionUp, grow(capacity, u.step*1.5), false
+			d, next, u.over = DecisionUp, grow(capacity, u.upStep()), false
 		case used >= bindingUse && !u.over:
 			// As many ran as before, yet the capacity was full: the step was too small to
 			// let another unit in. Go on, with a larger one.
-			d, next = DecisionUp, grow(capacity, u.step*1.5)
+			d, next = DecisionUp, grow(capacity, u.upStep())
 		default:
 			// As many ran as before, with room left: the clients, not the capacity, bound
 			// them (or the last telling move said past the knee). Undo, so that the capacity
@@ -338,6 +338,17 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	clear(u.cur)
 	u.start, u.queued, u.area, u.loadArea = now, false, 0, 0
+}
+
+// upStep is the step of a move up that goes on after one that helped. Until a move has
+// been undone (a cold start) the capacity doubles, as TCP's slow start does: a burst on a
+// cold proxy waits a few quarter windows for the capacity, not the many windows that
+// steps of a quarter or a half would take, and the first move past the knee is undone.
+func (u *tuner) upStep() float64 {
+	if !u.warm {
+		return maxTuneStep * 2
+	}
+	return u.step * 1.5
 }
 
 func grow(c time.Duration, step float64) time.Duration {
