@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -92,8 +93,12 @@ type Ticket struct {
 	held bool
 	// parked: the lengthy unit waits aside for room in the lengthy lane.
 	parked bool
-	err    error
-	ready  chan struct{}
+	// probe: the unit is the first of its unmeasured type, charged the default cost;
+	// later units of the type wait aside (probing) until it ends.
+	probe   bool
+	probing bool
+	err     error
+	ready   chan struct{}
 }
 
 // State returns where the unit is.
@@ -141,6 +146,11 @@ type Controller struct {
 	// when the queue's head is a lengthy unit waiting for room, they go past it into the
 	// reserve (see quickPast).
 	quick heap
+	// probing are units of an unmeasured type that wait aside, in arrival order, for the
+	// type's probe (its first unit, running or queued) to end and say what the type costs;
+	// probes counts the probes by type.
+	probing heap
+	probes  map[uint64]int
 
 	gate    gate
 	reserve reserve
@@ -175,6 +185,8 @@ func New(cfg Config, clock Clock) *Controller {
 	c.bound = heap{less: byBound, slot: slotBound}
 	c.order = heap{less: orderFor(cfg), slot: slotOrder}
 	c.quick = heap{less: bySeq, slot: slotQuick}
+	c.probing = heap{less: bySeq, slot: slotOrder}
+	c.probes = map[uint64]int{}
 	c.gate.init(cfg.Sessions)
 	c.pace.reset(cfg.Reserve.LaneRate, clock.Now())
 	c.tune.reset(cfg.Auto, clock.Now())
@@ -260,7 +272,14 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 		if req.Service == 0 {
 			req.Service = req.Cost // the default stays its expected service time
 		}
-		req.Cost = max(req.Cost, c.coldCharge())
+		if req.Type == 0 || req.Holding {
+			// Without a type to probe by, charged the capacity (a holding unit is admitted
+			// at once and keeps its default).
+			if !req.Holding {
+				req.Cost = max(req.Cost, c.coldCharge())
+			}
+			req.Unmeasured = req.Type == 0
+		}
 	}
 	*t = Ticket{req: req, seq: c.seq, arrived: now, ready: t.ready}
 	for i := range t.pos {
@@ -295,6 +314,13 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 		c.admit(t, now, false)
 		return Admitted, nil
 	}
+	if req.Unmeasured && req.Type != 0 {
+		if c.probes[req.Type] > 0 {
+			return c.awaitProbe(t, now)
+		}
+		t.probe = true
+		c.probes[req.Type]++
+	}
 	if c.order.len() == 0 {
 		if ok, lane := c.fits(t, now); ok {
 			c.admit(t, now, lane)
@@ -302,17 +328,86 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 		}
 	}
 	if c.waiting() >= c.cfg.MaxQueue || c.lengthy(t) && c.lengthyWaiting >= c.lengthyQueue() {
-		c.stats.QueueFull++
-		if t.gated {
-			c.leaveGate(now)
-		}
-		t.err = ErrQueueFull
-		return Idle, t.err
+		return c.queueFull(t, now)
 	}
 	c.wait(t, now)
 	c.enqueue(t)
 	c.dispatch(now)
 	return t.state, t.err
+}
+
+// queueFull refuses the arriving unit t: the queue is full.
+func (c *Controller) queueFull(t *Ticket, now time.Time) (State, error) {
+	c.stats.QueueFull++
+	c.endProbe(t, 0, now)
+	if t.gated {
+		c.leaveGate(now)
+	}
+	t.err = ErrQueueFull
+	return Idle, t.err
+}
+
+// awaitProbe makes the arriving unit t, of an unmeasured type whose probe has not ended,
+// wait aside for it. A type's first unit runs at the default cost, a guess; the units that
+// follow it before it ends wait for what it measures rather than run on the guess, so that
+// a burst of one unknown statement costs the database one unit until its cost is known
+// (at a 10ms default, five 500ms statements ran at once against 50ms of capacity), while
+// a new type never waits behind a whole capacity's worth of others.
+func (c *Controller) awaitProbe(t *Ticket, now time.Time) (State, error) {
+	lengthy := c.lengthy(t)
+	if c.waiting() >= c.cfg.MaxQueue || lengthy && c.lengthyWaiting >= c.lengthyQueue() {
+		return c.queueFull(t, now)
+	}
+	c.wait(t, now)
+	t.state, t.probing = Queued, true
+	if lengthy {
+		t.lengthyWait = true
+		c.lengthyWaiting++
+	}
+	c.probing.push(t)
+	return Queued, nil
+}
+
+// endProbe ends the probe t, if it is one, that ran for busy (0: it did not run): the units
+// of its type waiting for it queue, charged what it measured; if it did not run, the first
+// of them is the type's probe instead.
+func (c *Controller) endProbe(t *Ticket, busy time.Duration, now time.Time) {
+	if !t.probe {
+		return
+	}
+	t.probe = false
+	typ := t.req.Type
+	if c.probes[typ]--; c.probes[typ] <= 0 {
+		delete(c.probes, typ)
+	}
+	var next []*Ticket
+	for _, w := range c.probing.items {
+		if w.req.Type == typ {
+			next = append(next, w)
+		}
+	}
+	if len(next) == 0 {
+		return
+	}
+	slices.SortFunc(next, func(a, b *Ticket) int { return cmp.Compare(a.seq, b.seq) })
+	if busy <= 0 {
+		next = next[:1] // the next probe
+	}
+	for _, w := range next {
+		c.probing.remove(w)
+		w.probing = false
+		if busy > 0 {
+			w.req.Cost, w.req.Service, w.req.Unmeasured = busy, busy, false
+			if !c.lengthy(w) {
+				c.stopWaiting(w)
+			}
+		} else {
+			w.probe = true
+			c.probes[typ]++
+		}
+		c.enqueue(w)
+	}
+	c.dispatch(now)
 }
 
 // wait sets a unit up to wait from now.
@@ -359,12 +454,10 @@ func (c *Controller) lengthy(t *Ticket) bool {
 	return c.cfg.Reserve.Floor > 0 && (t.req.Cost >= c.cfg.Reserve.QuickCutoff || t.req.Unmeasured)
 }
 
-// coldCharge is what a unit of an unmeasured type is charged: the whole capacity, so that
-// it runs alone as a unit larger than the capacity does, until a measurement says what its
-// type costs. A default cost is a guess, and a low one lets any number of unknown units in
-// at once: five 500ms statements ran together against 50ms of capacity at the 10ms default.
-// The charge is at most the queue timeout, the longest any unit waits: a capacity beyond
-// that (admission all but off) is no reason to run the first units of new types in turn.
+// coldCharge is what a unit of an unmeasured type is charged when it has no type to probe
+// by (see awaitProbe): the whole capacity, so that it runs alone as a unit larger than the
+// capacity does. The charge is at most the queue timeout, the longest any unit waits: a
+// capacity beyond that (admission all but off) is no reason to run such units in turn.
 func (c *Controller) coldCharge() time.Duration {
 	return min(c.cfg.Capacity, c.cfg.QueueTimeout)
 }
@@ -528,7 +621,9 @@ func (c *Controller) due(w, q *Ticket, now time.Time) bool {
 }
 
 // waiting counts the units waiting for capacity.
-func (c *Controller) waiting() int { return c.order.len() + c.held.len() + c.parked.len() }
+func (c *Controller) waiting() int {
+	return c.order.len() + c.held.len() + c.parked.len() + c.probing.len()
+}
 
 // dispatch admits waiting units while the next one fits. A parked lengthy unit goes before
 // the queue's next unit when the discipline puts it first: under fifo the earlier arrival,
@@ -663,6 +758,9 @@ func (c *Controller) unqueue(t *Ticket) {
 	case t.parked:
 		c.parked.remove(t)
 		t.parked = false
+	case t.probing:
+		c.probing.remove(t)
+		t.probing = false
 	case t.state == Queued:
 		c.order.remove(t)
 		if t.pos[slotBound] >= 0 {
@@ -689,6 +787,7 @@ func (c *Controller) refuse(t *Ticket, err error, now time.Time) {
 	c.unqueue(t)
 	c.stopWaiting(t)
 	t.state, t.err = Idle, err
+	c.endProbe(t, 0, now)
 	if t.gated {
 		c.leaveGate(now)
 	}
@@ -741,6 +840,7 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 	if c.cfg.Auto.Enabled && busy > 0 {
 		c.tune.complete(t.req.Type, busy)
 	}
+	c.endProbe(t, busy, now)
 	if c.cfg.Sessions.ActiveLimit > 0 {
 		c.gate.complete(&c.cfg.Sessions, t.waited+busy)
 		if t.gated {
@@ -996,6 +1096,7 @@ func (c *Controller) Waiting(limit int) []Waiter {
 	queued := slices.Clone(c.order.items)
 	queued = append(queued, c.held.items...)
 	queued = append(queued, c.parked.items...)
+	queued = append(queued, c.probing.items...)
 	blocked := slices.Clone(c.blocked.items)
 	less := c.order.less
 	slices.SortFunc(queued, func(a, b *Ticket) int { return cmpBy(less, a, b) })

@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -275,6 +276,22 @@ func reserveWalk(t *testing.T, seed uint64) {
 			t.Fatalf("step %d (%s): reserve %s (held %s) outside [floor %s, capacity %s]",
 				step, what, r, c.reserve.value, c.cfg.Reserve.Floor, capacity)
 		}
+		// Each unmeasured type has one probe at most, and a unit waits for a probe only
+		// while its type has one.
+		probes := map[uint64]int{}
+		for _, u := range units {
+			if u.t.probe {
+				probes[u.t.req.Type]++
+			}
+		}
+		for _, u := range units {
+			if u.t.probing && probes[u.t.req.Type] != 1 {
+				t.Fatalf("step %d (%s): a unit of type %d waits for a probe; the type has %d", step, what, u.t.req.Type, probes[u.t.req.Type])
+			}
+		}
+		if !maps.Equal(probes, c.probes) {
+			t.Fatalf("step %d (%s): probes %v, the books say %v", step, what, probes, c.probes)
+		}
 		var lengthyLoad time.Duration
 		lengthyWaiting := 0
 		for _, u := range units {
@@ -311,7 +328,7 @@ func reserveWalk(t *testing.T, seed uint64) {
 			c.mu.Lock()
 			waiting, lengthyWaiting := c.waiting(), c.lengthyWaiting
 			c.mu.Unlock()
-			_, err := c.Arrive(&u.t, Request{Cost: cost, Unmeasured: rng.IntN(10) == 0, Txn: rng.IntN(10) == 0})
+			_, err := c.Arrive(&u.t, Request{Cost: cost, Unmeasured: rng.IntN(10) == 0, Type: uint64(rng.IntN(4)), Txn: rng.IntN(10) == 0})
 			// Lengthy units wait only within their share of the queue, and only a full queue
 			// refuses a quick unit.
 			lengthy := c.lengthy(&u.t)

@@ -195,6 +195,12 @@ func parseRequest(args []string) (Request, error) {
 			req.Accepted = false
 		case a == "unmeasured":
 			req.Unmeasured = true
+		case strings.HasPrefix(a, "type="):
+			n, err := strconv.ParseUint(a[5:], 10, 64)
+			if err != nil {
+				return req, err
+			}
+			req.Type = n
 		case strings.HasPrefix(a, "cost="):
 			d, err := time.ParseDuration(a[5:])
 			if err != nil {
