@@ -220,11 +220,16 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	queued := u.queued || c.waiting() > 0
 	starved := queued && conc < 1.5 && !u.over
-	if dt < a.Interval && (u.warm || !starved && completed < minTuneSamples) {
+	// In the slow start a window in which a few units at a time filled the capacity while
+	// others waited ends at a quarter of the interval even with too few completions to
+	// judge: the capacity doubles until there are enough, as TCP's congestion window grows
+	// until a loss. (Not in the first window, which has nothing before it.)
+	filling := !u.warm && queued && used >= bindingUse && !u.over && conc < 4 && u.prevRate > 0
+	if dt < a.Interval && !starved && !filling && (u.warm || completed < minTuneSamples) {
 		// Until a move is first undone (a cold start), a window ends at a quarter of the
-		// interval once it has enough to judge, or at once when the capacity lets about one
-		// unit run at a time while others wait: a cold start reaches the database's pace
-		// within seconds, not minutes.
+		// interval once it has enough to judge; and at any time when the capacity lets about
+		// one unit run at a time while others wait: a burst on a cold proxy, or of units
+		// larger than the capacity, reaches the database's pace within seconds, not minutes.
 		return
 	}
 	rate := float64(completed) / dt.Seconds()
@@ -250,7 +255,13 @@ func (c *Controller) adapt(now time.Time) {
 		d = DecisionIdle
 	case starved && !(moved > 1 && elasticity >= kneeElasticity):
 		// About one unit runs at a time and others wait: a unit as large as the capacity
-		// runs alone. Whatever the knee, it is further up: double.
+		// runs alone. Whatever the knee, it is further up: double, or more, to let two of
+		// the cheapest waiting units run at once.
+		d, next = DecisionUp, grow(capacity, maxTuneStep*2)
+		if h := c.order.min(); h != nil {
+			next = max(next, 2*h.req.Cost)
+		}
+	case n < minTuneSamples && filling && !(moved > 1 && elasticity >= kneeElasticity):
 		d, next = DecisionUp, grow(capacity, maxTuneStep*2)
 	case n < minTuneSamples:
 		d = DecisionSparse
@@ -303,7 +314,8 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	switch {
 	case keepStep:
-		u.step, u.up, u.warm = math.Min(u.step*1.5, maxTuneStep), false, true
+		// The clients bound the units, not the database: the slow start goes on.
+		u.step, u.up = math.Min(u.step*1.5, maxTuneStep), false
 	case d == DecisionUp || d == DecisionDown:
 		if moved != 1 { // a move that went on grows its step
 			u.step = math.Min(u.step*1.5, maxTuneStep)

@@ -18,8 +18,12 @@ type psDatabase struct {
 	cores   float64
 	demand  time.Duration
 	cost    time.Duration
+	typ     uint64 // of the units that arrive
+	// oneShot: a client that completed a unit sends no other (a burst, not a closed loop).
+	oneShot bool
 	tickets []Ticket
-	left    []float64 // service still needed by running units, in seconds; <0: not running
+	need    []time.Duration // the service each client's unit needs
+	left    []float64       // service still needed by running units, in seconds; <0: not running
 	started []time.Time
 }
 
@@ -31,8 +35,8 @@ func newPSDatabase(t *testing.T, cfg Config, clients int, cores float64) *psData
 func newPSDatabaseOf(t *testing.T, cfg Config, clients int, cores float64, demand time.Duration) *psDatabase {
 	clock := NewManualClock(time.Unix(1_700_000_000, 0))
 	db := &psDatabase{t: t, clock: clock, ctl: New(cfg, clock), cores: cores,
-		demand: demand, cost: demand,
-		tickets: make([]Ticket, clients), left: make([]float64, clients), started: make([]time.Time, clients)}
+		demand: demand, cost: demand, typ: 1,
+		tickets: make([]Ticket, clients), need: make([]time.Duration, clients), left: make([]float64, clients), started: make([]time.Time, clients)}
 	for i := range db.tickets {
 		db.arrive(i)
 	}
@@ -40,8 +44,9 @@ func newPSDatabaseOf(t *testing.T, cfg Config, clients int, cores float64, deman
 }
 
 func (db *psDatabase) arrive(i int) {
-	st, err := db.ctl.Arrive(&db.tickets[i], Request{Type: 1, Cost: db.cost, Service: db.demand})
+	st, err := db.ctl.Arrive(&db.tickets[i], Request{Type: db.typ, Cost: db.cost, Service: db.demand})
 	require.NoError(db.t, err)
+	db.need[i] = db.demand
 	db.left[i] = -1
 	if st == Admitted {
 		db.start(i)
@@ -49,7 +54,7 @@ func (db *psDatabase) arrive(i int) {
 }
 
 func (db *psDatabase) start(i int) {
-	db.left[i] = db.demand.Seconds()
+	db.left[i] = db.need[i].Seconds()
 	db.started[i] = db.clock.Now()
 }
 
@@ -78,6 +83,10 @@ func (db *psDatabase) step(dt time.Duration) int {
 		if db.left[i] <= 1e-12 {
 			db.ctl.Release(&db.tickets[i], db.clock.Now().Sub(db.started[i]))
 			done++
+			if db.oneShot {
+				db.left[i] = -1
+				continue
+			}
 			db.arrive(i)
 		}
 	}
@@ -179,6 +188,33 @@ func TestAutoCapacityColdStartBurst(t *testing.T) {
 	s := db.ctl.Snapshot()
 	require.Zero(t, s.TimedOut, "units refused at the queue timeout")
 	require.Greater(t, s.Capacity, 5*time.Second)
+}
+
+// TestAutoCapacityColdStartBursts: a cold proxy gets a burst of 500 quick statements of one
+// type (each client sends one and waits), then a second later a burst of 500 statements of
+// another type that take 50 ms without processor (SLEEP). The first burst ends with the
+// clients, not the capacity, bounding the units; the capacity must still be in its slow
+// start for the second, which must not wait seconds (a relay serves it in 50 ms).
+func TestAutoCapacityColdStartBursts(t *testing.T) {
+	cfg := autoConfig(10 * time.Millisecond)
+	cfg.QueueTimeout = 5 * time.Second
+	db := newPSDatabaseOf(t, cfg, 500, 1e6, time.Millisecond)
+	db.oneShot = true
+	db.run(time.Second)
+	require.Zero(t, db.ctl.Snapshot().Running+db.ctl.Snapshot().Queued, "the first burst is served")
+	db.demand, db.cost, db.typ = 50*time.Millisecond, 50*time.Millisecond, 2
+	for i := range db.tickets {
+		db.arrive(i)
+	}
+	done, took := 0, time.Duration(0)
+	for done < len(db.tickets) {
+		done += db.step(time.Millisecond)
+		took += time.Millisecond
+		require.Less(t, took, 10*time.Second, "the second burst is served")
+	}
+	require.Zero(t, db.ctl.Snapshot().TimedOut)
+	require.Less(t, took, 3*time.Second, "the second burst is served in time")
+	t.Logf("the second burst took %s", took)
 }
 
 // TestAutoCapacityStopsAtTheClients: six clients on eight cores never reach the knee. From
