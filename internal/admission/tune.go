@@ -271,9 +271,15 @@ func (c *Controller) adapt(now time.Time) {
 	case moved > 1: // went up
 		s := moved - 1
 		rose := conc > u.prevConc*(1+s/2)
+		gained := gain >= 1+s/4
 		switch {
-		case rose && elasticity >= kneeElasticity && gain < 1+s/4:
+		case rose && elasticity >= kneeElasticity && !gained:
 			// The units slowed as much as they were more: past the knee; undo.
+			d, next, u.over = DecisionRevert, u.from, true
+		case !rose && !gained && slowdown >= 1+s/4:
+			// The units slowed, no more of them ran and no more work was done: charged
+			// busy times grow past the knee, so that a larger capacity fills with the same
+			// units, slower. Undo.
 			d, next, u.over = DecisionRevert, u.from, true
 		case rose:
 			// As fast, or did more: below the knee; go on.

@@ -21,6 +21,10 @@ type psDatabase struct {
 	typ     uint64 // of the units that arrive
 	// oneShot: a client that completed a unit sends no other (a burst, not a closed loop).
 	oneShot bool
+	// learn: units are charged a moving average of the busy times of those completed, as
+	// the estimator does without estimator.backend_cpus, instead of cost: past the knee
+	// the charge grows with the units running.
+	learn bool
 	tickets []Ticket
 	need    []time.Duration // the service each client's unit needs
 	left    []float64       // service still needed by running units, in seconds; <0: not running
@@ -81,7 +85,11 @@ func (db *psDatabase) step(dt time.Duration) int {
 		}
 		db.left[i] -= rate * dt.Seconds()
 		if db.left[i] <= 1e-12 {
-			db.ctl.Release(&db.tickets[i], db.clock.Now().Sub(db.started[i]))
+			busy := db.clock.Now().Sub(db.started[i])
+			db.ctl.Release(&db.tickets[i], busy)
+			if db.learn {
+				db.cost += (busy - db.cost) / 10
+			}
 			done++
 			if db.oneShot {
 				db.left[i] = -1
@@ -151,6 +159,26 @@ func TestAutoCapacityFollowsAStepChange(t *testing.T) {
 	rate = db.run(10 * time.Second)
 	require.Greater(t, rate, 0.9*800, "throughput on 8 cores again")
 	require.Greater(t, db.ctl.Snapshot().Capacity.Seconds(), 1.3*half.Seconds())
+}
+
+// TestAutoCapacityWithBusyTimeCosts: charged busy times (no estimator.backend_cpus), a
+// unit's charge grows with the units running past the knee, so a capacity past it is
+// always full however few more units it lets in. The capacity must still settle near the
+// knee (4 units of 10 ms: 40 ms of charges there, 64 clients would hold 10 s), not take
+// every rise in charges for room to grow into.
+func TestAutoCapacityWithBusyTimeCosts(t *testing.T) {
+	for _, start := range []time.Duration{5 * time.Millisecond, 400 * time.Millisecond} {
+		db := newPSDatabase(t, autoConfig(start), 64, 4)
+		db.learn = true
+		db.run(60 * time.Second)
+		rate, top := 0.0, time.Duration(0)
+		for range 20 {
+			rate += db.run(time.Second) / 20
+			top = max(top, db.ctl.Snapshot().Capacity)
+		}
+		require.Greater(t, rate, 0.9*400, "start %s: throughput", start)
+		require.Less(t, top, 250*time.Millisecond, "start %s: the capacity ran past the knee", start)
+	}
 }
 
 // TestAutoCapacityHoldsWhenIdle: with fewer clients than the knee nothing waits, and the
