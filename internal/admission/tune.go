@@ -109,10 +109,11 @@ type AutoState struct {
 	Decided [numDecisions]uint64
 }
 
-// price is one type's completions in a window.
+// price is one type's completions in a window: how many, and the sum of the logs of
+// their busy times (in seconds).
 type price struct {
-	n    int
-	busy time.Duration
+	n   int
+	log float64
 }
 
 // tuner is the adaptive capacity's state; it lives under the controller's lock.
@@ -179,28 +180,30 @@ func (u *tuner) complete(typ uint64, busy time.Duration) {
 		p = u.cur[typ]
 	}
 	p.n++
-	p.busy += busy
+	p.log += math.Log(max(busy, time.Microsecond).Seconds())
 	u.cur[typ] = p
 }
 
 // slowdown is how much slower the units of this window ran than those of their type in the
-// last, averaged over this window's units of the types in both; n counts those units.
+// last: the ratio of the type's geometric mean busy times in the two windows, averaged (in
+// logs) over this window's units of the types in both; n counts those units. Geometric
+// means, because a few units caught by a stall (a throttled processor quota, a flush) are
+// no sign of the capacity, and would make an arithmetic mean swing by several times.
 func (u *tuner) slowdown() (slowdown float64, n int) {
 	var sum float64
 	for _, typ := range slices.Sorted(maps.Keys(u.cur)) { // in order: the same sum every run
 		c := u.cur[typ]
 		p, ok := u.prev[typ]
-		if !ok || p.n < 2 || p.busy == 0 {
+		if !ok || p.n < 2 {
 			continue
 		}
-		ratio := (float64(c.busy) / float64(c.n)) / (float64(p.busy) / float64(p.n))
-		sum += float64(c.n) * ratio
+		sum += float64(c.n) * (c.log/float64(c.n) - p.log/float64(p.n))
 		n += c.n
 	}
 	if n == 0 {
 		return 0, 0
 	}
-	return sum / float64(n), n
+	return math.Exp(sum / float64(n)), n
 }
 
 // adapt ends the window if it is over, and moves the capacity; c.mu is held.
@@ -276,10 +279,10 @@ func (c *Controller) adapt(now time.Time) {
 		case rose && elasticity >= kneeElasticity && !gained:
 			// The units slowed as much as they were more: past the knee; undo.
 			d, next, u.over = DecisionRevert, u.from, true
-		case !rose && !gained && slowdown >= 1+s/4:
-			// The units slowed, no more of them ran and no more work was done: charged
-			// busy times grow past the knee, so that a larger capacity fills with the same
-			// units, slower. Undo.
+		case !rose && !gained && slowdown >= 1+s/2:
+			// The units slowed by half the step or more, no more of them ran and no more
+			// work was done: charged busy times grow past the knee, so that a larger
+			// capacity fills with the same units, slower. Undo.
 			d, next, u.over = DecisionRevert, u.from, true
 		case rose:
 			// As fast, or did more: below the knee; go on.
