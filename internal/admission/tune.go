@@ -16,8 +16,9 @@ type AutoConfig struct {
 	// Min and Max bound the capacity. Config.Capacity is where it starts (calibrate's
 	// result makes a good start; the smallest capacity makes a cold start without a storm).
 	Min, Max time.Duration
-	// Interval is the measurement window: the capacity moves at most once per window.
-	// Default 1s.
+	// Interval is the measurement window: the capacity moves at most once per window,
+	// except early in a cold start. Default 2s: a second of a loaded database is too noisy
+	// to tell a step of the capacity from chance.
 	Interval time.Duration
 	// Step is the first move, as a fraction of the capacity. A move that helped is followed
 	// by one half as large again (up to a half); a move that hurt is undone and the
@@ -38,7 +39,10 @@ func (a AutoConfig) withDefaults() AutoConfig {
 
 // Tuning defaults and bounds.
 const (
-	defaultTuneInterval = time.Second
+	defaultTuneInterval = 2 * time.Second
+	// earlyWindow is the shortest window: a cold start's, or one in which a unit ran
+	// alone while others waited, end after it (or a quarter of the interval, if shorter).
+	earlyWindow = 250 * time.Millisecond
 	defaultTuneStep     = 0.25
 	minTuneStep         = 0.1
 	maxTuneStep         = 0.5
@@ -211,7 +215,7 @@ func (c *Controller) adapt(now time.Time) {
 	a := c.cfg.Auto.withDefaults()
 	u := &c.tune
 	dt := now.Sub(u.start)
-	if !a.Enabled || dt < a.Interval/4 {
+	if !a.Enabled || dt < min(a.Interval/4, earlyWindow) {
 		return
 	}
 	u.running(now, c.running, c.load)
@@ -224,14 +228,13 @@ func (c *Controller) adapt(now time.Time) {
 	queued := u.queued || c.waiting() > 0
 	starved := queued && conc < 1.5 && !u.over
 	// In the slow start a window in which a few units at a time filled the capacity while
-	// others waited ends at a quarter of the interval even with too few completions to
-	// judge: the capacity doubles until there are enough, as TCP's congestion window grows
+	// others waited ends early even with too few completions to judge: the capacity doubles until there are enough, as TCP's congestion window grows
 	// until a loss. (Not in the first window, which has nothing before it.)
 	filling := !u.warm && queued && used >= bindingUse && !u.over && conc < 4 && u.prevRate > 0
 	if dt < a.Interval && !starved && !filling && (u.warm || completed < minTuneSamples) {
-		// Until a move is first undone (a cold start), a window ends at a quarter of the
-		// interval once it has enough to judge; and at any time when the capacity lets about
-		// one unit run at a time while others wait: a burst on a cold proxy, or of units
+		// Until a move is first undone (a cold start), a window ends early (earlyWindow)
+		// once it has enough to judge; and at any time when the capacity lets about one unit
+		// run at a time while others wait: a burst on a cold proxy, or of units
 		// larger than the capacity, reaches the database's pace within seconds, not minutes.
 		return
 	}

@@ -205,7 +205,7 @@ type Admission struct {
 	CapacityMax   time.Duration `mapstructure:"capacity_max"`
 	CapacityStart time.Duration `mapstructure:"capacity_start"`
 	// CapacityInterval is the adaptive capacity's measurement window: it moves at most once
-	// per window. Default 1s. CapacityStep is its first move, a fraction of the capacity.
+	// per window. Default 2s. CapacityStep is its first move, a fraction of the capacity.
 	// Default 0.25.
 	CapacityInterval time.Duration `mapstructure:"capacity_interval"`
 	CapacityStep     float64       `mapstructure:"capacity_step"`
@@ -411,7 +411,7 @@ func Default() Config {
 			Capacity:         CapacityAuto,
 			CapacityMin:      10 * time.Millisecond,
 			CapacityMax:      time.Minute,
-			CapacityInterval: time.Second,
+			CapacityInterval: 2 * time.Second,
 			CapacityStep:     0.25,
 			Discipline:       DisciplineSJF,
 			QueueTimeout:     5 * time.Second,
