@@ -287,9 +287,14 @@ func (c *Controller) adapt(now time.Time) {
 			// work was done: charged busy times grow past the knee, so that a larger
 			// capacity fills with the same units, slower. Undo.
 			d, next, u.over = DecisionRevert, u.from, true
-		case rose:
-			// As fast, or did more: below the knee; go on.
+		case rose && gained:
+			// More ran, and did more: below the knee; go on.
 			d, next, u.over = DecisionUp, grow(capacity, u.upStep()), false
+		case rose:
+			// More units ran, no slower at the database, yet no more work was done: they
+			// spent the time elsewhere (the clients, the network, the proxy's processor
+			// shared with the database). Past the knee of the whole; undo.
+			d, next, u.over = DecisionRevert, u.from, true
 		case used >= bindingUse && !u.over:
 			// As many ran as before, yet the capacity was full: the step was too small to
 			// let another unit in. Go on, with a larger one.
