@@ -16,7 +16,7 @@ FUZZTIME ?= 1m
 # module alone, so the bench module (benchmarks, simulator, plots) is named as well.
 PACKAGES := ./... ./bench/...
 
-.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-overhead bench-multiplex bench-saturation sim plots lint clean
+.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-overhead bench-multiplex bench-saturation bench-stepchange sim plots lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ bench-multiplex: build ## 2000 clients with 1s think time through gatekeeper poo
 
 bench-saturation: build ## 128 table scans and 4 SELECT 1 loops direct and through gatekeeper (admission off, off under nice -10, on), medians of 2 rounds (about 8 minutes); writes bench/results/saturation/
 	GATEKEEPER=$(BIN) bench/saturation.sh
+
+bench-stepchange: build ## The database's processor quota halved and restored under the bookstore: capacity auto against static ones (root, about 12 minutes); writes bench/results/stepchange/
+	GATEKEEPER=$(BIN) bench/stepchange.sh
 
 sim: ## The admission simulator: the real controller in front of a model database; writes bench/results/sim/
 	$(GO) run ./bench/cmd/sim -out bench/results/sim
