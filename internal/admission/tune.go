@@ -60,6 +60,9 @@ const (
 	// bindingUse is the mean share of the capacity held by running units past which the
 	// capacity binds: a move up that let no more units run then was too small, not useless.
 	bindingUse = 0.75
+	// starvedRetry is how many windows past the knee a starved capacity waits before it
+	// doubles again.
+	starvedRetry = 5
 	// maxTuneTypes bounds the per-type prices kept between windows.
 	maxTuneTypes = 4096
 )
@@ -154,6 +157,8 @@ type tuner struct {
 	// over: the last move that said anything said the capacity was past the knee; a move
 	// that changes nothing then goes on down, or is undone if it went up.
 	over bool
+	// overFor counts the windows since over was last set.
+	overFor int
 	// warm: a move has been undone once; until then (a cold start) windows may end early.
 	warm    bool
 	stalled int // windows held in a row for a stall
@@ -226,7 +231,11 @@ func (c *Controller) adapt(now time.Time) {
 		completed += p.n
 	}
 	queued := u.queued || c.waiting() > 0
-	starved := queued && conc < 1.5 && !u.over
+	// Past the knee a capacity of about one unit is probed up again only every
+	// starvedRetry windows: a queue of units each as large as the capacity (the heavy
+	// ones, which the quick ones pass under sjf) would otherwise run one at a time for
+	// good after one unlucky window, with processors idle.
+	starved := queued && conc < 1.5 && (!u.over || u.overFor >= starvedRetry)
 	// In the slow start a window in which a few units at a time filled the capacity while
 	// others waited ends early even with too few completions to judge: the capacity doubles until there are enough, as TCP's congestion window grows
 	// until a loss. (Not in the first window, which has nothing before it.)
@@ -254,6 +263,7 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	capacity := c.cfg.Capacity
 	next, d := capacity, DecisionHold
+	told := false // this window said the capacity is past the knee
 	moved := u.moved
 	keepStep := false
 	switch {
@@ -281,12 +291,12 @@ func (c *Controller) adapt(now time.Time) {
 		switch {
 		case rose && elasticity >= kneeElasticity && !gained:
 			// The units slowed as much as they were more: past the knee; undo.
-			d, next, u.over = DecisionRevert, u.from, true
+			d, next, u.over, told = DecisionRevert, u.from, true, true
 		case !rose && !gained && slowdown >= 1+s/2:
 			// The units slowed by half the step or more, no more of them ran and no more
 			// work was done: charged busy times grow past the knee, so that a larger
 			// capacity fills with the same units, slower. Undo.
-			d, next, u.over = DecisionRevert, u.from, true
+			d, next, u.over, told = DecisionRevert, u.from, true, true
 		case rose && gained:
 			// More ran, and did more: below the knee; go on.
 			d, next, u.over = DecisionUp, grow(capacity, u.upStep()), false
@@ -294,7 +304,7 @@ func (c *Controller) adapt(now time.Time) {
 			// More units ran, no slower at the database, yet no more work was done: they
 			// spent the time elsewhere (the clients, the network, the proxy's processor
 			// shared with the database). Past the knee of the whole; undo.
-			d, next, u.over = DecisionRevert, u.from, true
+			d, next, u.over, told = DecisionRevert, u.from, true, true
 		case used >= bindingUse && !u.over:
 			// As many ran as before, yet the capacity was full: the step was too small to
 			// let another unit in. Go on, with a larger one.
@@ -314,7 +324,7 @@ func (c *Controller) adapt(now time.Time) {
 			d, next, u.over = DecisionRevert, u.from, false
 		case fell:
 			// The units ran as much faster as they were fewer, doing as much: go on.
-			d, next, u.over = DecisionDown, shrink(capacity, u.step*1.5), true
+			d, next, u.over, told = DecisionDown, shrink(capacity, u.step*1.5), true, true
 		case u.over:
 			d, next = DecisionDown, shrink(capacity, u.step*1.5)
 		default: // as many ran as before, and the last that said anything said below the knee
@@ -344,6 +354,11 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	if d != DecisionStall {
 		u.stalled = 0
+	}
+	if u.over && !told {
+		u.overFor++
+	} else {
+		u.overFor = 0 // not past the knee, or just found to be
 	}
 	next = min(max(next, a.Min), a.Max)
 	if next == capacity && (d == DecisionUp || d == DecisionDown) {

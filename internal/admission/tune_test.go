@@ -245,6 +245,17 @@ func TestAutoCapacityColdStartBursts(t *testing.T) {
 	t.Logf("the second burst took %s", took)
 }
 
+// TestAutoCapacityRetriesAStarvedCapacity: a capacity past the knee by the last telling
+// move (an unlucky window) that lets one 20 ms unit run at a time on two processors while
+// 64 clients wait grows again, instead of running them one at a time for good.
+func TestAutoCapacityRetriesAStarvedCapacity(t *testing.T) {
+	db := newPSDatabaseOf(t, autoConfig(20*time.Millisecond), 64, 2, 20*time.Millisecond)
+	db.ctl.tune.over, db.ctl.tune.warm = true, true
+	db.run(30 * time.Second)
+	rate := db.run(10 * time.Second)
+	require.Greater(t, rate, 0.9*100, "two processors, 20 ms units")
+}
+
 // TestAutoCapacityStopsAtTheClients: six clients on eight cores never reach the knee. From
 // a cold start the capacity grows until it holds them all, and stops near there instead of
 // running on to its maximum, which would leave it far past the knee when more clients come.
