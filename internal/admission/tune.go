@@ -42,10 +42,10 @@ const (
 	defaultTuneInterval = 2 * time.Second
 	// earlyWindow is the shortest window: a cold start's, or one in which a unit ran
 	// alone while others waited, end after it (or a quarter of the interval, if shorter).
-	earlyWindow = 250 * time.Millisecond
-	defaultTuneStep     = 0.25
-	minTuneStep         = 0.1
-	maxTuneStep         = 0.5
+	earlyWindow     = 250 * time.Millisecond
+	defaultTuneStep = 0.25
+	minTuneStep     = 0.1
+	maxTuneStep     = 0.5
 	// minTuneSamples is the fewest completions of types measured in both windows for a
 	// window to count: fewer say nothing about the database.
 	minTuneSamples = 20

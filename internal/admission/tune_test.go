@@ -12,19 +12,19 @@ import (
 // min(1, cores/n) of full speed. Every unit needs demand of service and is charged cost.
 // It steps a manual clock by dt and returns the units completed per step.
 type psDatabase struct {
-	t       *testing.T
-	clock   *ManualClock
-	ctl     *Controller
-	cores   float64
-	demand  time.Duration
-	cost    time.Duration
-	typ     uint64 // of the units that arrive
+	t      *testing.T
+	clock  *ManualClock
+	ctl    *Controller
+	cores  float64
+	demand time.Duration
+	cost   time.Duration
+	typ    uint64 // of the units that arrive
 	// oneShot: a client that completed a unit sends no other (a burst, not a closed loop).
 	oneShot bool
 	// learn: units are charged a moving average of the busy times of those completed, as
 	// the estimator does without estimator.backend_cpus, instead of cost: past the knee
 	// the charge grows with the units running.
-	learn bool
+	learn   bool
 	tickets []Ticket
 	need    []time.Duration // the service each client's unit needs
 	left    []float64       // service still needed by running units, in seconds; <0: not running
