@@ -127,7 +127,7 @@ type price struct {
 //
 // Each window measures two things of the database: how many units ran in it at once (the
 // time average of the running units) and how much slower each type ran than in the window
-// before (the ratio of the type's mean busy time in the two windows, averaged over the units,
+// before (the ratio of the type's geometric mean busy time in the two windows, averaged over the units,
 // so that the many cheap units make it precise). Past the database's knee its processors
 // are shared: a quarter more running units makes every unit a quarter slower, for the same
 // work done. Below the knee more running units run as fast as before and do more. So after
@@ -157,7 +157,7 @@ type tuner struct {
 	// over: the last move that said anything said the capacity was past the knee; a move
 	// that changes nothing then goes on down, or is undone if it went up.
 	over bool
-	// overFor counts the windows since over was last set.
+	// overFor counts the windows in a row that said nothing new while over.
 	overFor int
 	// warm: a move has been undone once; until then (a cold start) windows may end early.
 	warm    bool
@@ -237,8 +237,9 @@ func (c *Controller) adapt(now time.Time) {
 	// good after one unlucky window, with processors idle.
 	starved := queued && conc < 1.5 && (!u.over || u.overFor >= starvedRetry)
 	// In the slow start a window in which a few units at a time filled the capacity while
-	// others waited ends early even with too few completions to judge: the capacity doubles until there are enough, as TCP's congestion window grows
-	// until a loss. (Not in the first window, which has nothing before it.)
+	// others waited ends early even with too few completions to judge: the capacity
+	// doubles until there are enough, as TCP's congestion window grows until a loss. (Not
+	// in the first window, which has nothing before it.)
 	filling := !u.warm && queued && used >= bindingUse && !u.over && conc < 4 && u.prevRate > 0
 	if dt < a.Interval && !starved && !filling && (u.warm || completed < minTuneSamples) {
 		// Until a move is first undone (a cold start), a window ends early (earlyWindow)
