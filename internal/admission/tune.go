@@ -127,8 +127,8 @@ type price struct {
 //
 // Each window measures two things of the database: how many units ran in it at once (the
 // time average of the running units) and how much slower each type ran than in the window
-// before (the ratio of the type's geometric mean busy time in the two windows, averaged over the units,
-// so that the many cheap units make it precise). Past the database's knee its processors
+// before (the ratio of the type's geometric mean busy time in the two windows, averaged
+// over the units, so that the many cheap units make it precise). Past the database's knee its processors
 // are shared: a quarter more running units makes every unit a quarter slower, for the same
 // work done. Below the knee more running units run as fast as before and do more. So after
 // a move, the elasticity of the slowdown to the concurrency, log(slowdown) / log(concurrency
