@@ -40,7 +40,7 @@ run: build ## Run the proxy on 127.0.0.1:6033 in front of local MariaDB servers 
 	echo "gatekeeper: connect with: mariadb -h127.0.0.1 -P6033 -u$$GK_USER -p$$GK_PASSWORD $$GK_DATABASE"; \
 	echo "gatekeeper: metrics at http://127.0.0.1:6080/metrics; Ctrl-C stops the proxy;"; \
 	echo "gatekeeper: the MariaDB servers stay up: GK_BACKENDS_DIR=$(RUN_BACKENDS_DIR) scripts/test-backends.sh down"; \
-	exec ./$(BIN) serve --primary "$$GK_PRIMARY" --replica "$$GK_REPLICA1" --replica "$$GK_REPLICA2"
+	GATEKEEPER_ADMISSION_ENABLED=true exec ./$(BIN) serve --primary "$$GK_PRIMARY" --replica "$$GK_REPLICA1" --replica "$$GK_REPLICA2"
 
 bench-micro: ## Go micro-benchmarks of the hot paths (relay, classifier, estimator, admission)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/...

@@ -97,8 +97,7 @@ func TestTopAndEstimatesAcrossRestart(t *testing.T) {
 	top, err := exec.Command(gatekeeperBinary(t), "top", "--once", "--admin", d.admin, "--sort", "count").CombinedOutput()
 	require.NoError(t, err, "%s", top)
 	assert.Contains(t, string(top), "type_key digest")
-	assert.Contains(t, string(top), "admission: sjf - ") // on by default,
-	assert.Contains(t, string(top), "capacity: auto ")   // with the adaptive capacity
+	assert.Contains(t, string(top), "admission: off")
 	var row string
 	for _, line := range strings.Split(string(top), "\n") {
 		if strings.HasSuffix(line, "  SELECT ? + ?") {

@@ -192,8 +192,10 @@ func (c Capacity) String() string {
 
 // Admission configures admission control and scheduling.
 type Admission struct {
-	// Enabled turns admission control on. Default true; false makes a pure relay that still
-	// measures.
+	// Enabled turns admission control on. Default false: a pure relay that still measures
+	// (make run turns it on). It stays off by default until the adaptive capacity, on a
+	// machine loaded as go test -race loads it, never leaves a unit that a relay would serve
+	// to wait out queue_timeout.
 	Enabled bool `mapstructure:"enabled"`
 	// Capacity is the pool of concurrent estimated work: a duration, or auto (the default)
 	// to have it found and followed online between CapacityMin and CapacityMax.
@@ -407,7 +409,6 @@ func Default() Config {
 		},
 		Shutdown: Shutdown{DrainTimeout: 30 * time.Second},
 		Admission: Admission{
-			Enabled:          true,
 			Capacity:         CapacityAuto,
 			CapacityMin:      10 * time.Millisecond,
 			CapacityMax:      time.Minute,
