@@ -272,13 +272,11 @@ func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
 		if req.Service == 0 {
 			req.Service = req.Cost // the default stays its expected service time
 		}
-		if req.Type == 0 || req.Holding {
-			// Without a type to probe by, charged the capacity (a holding unit is admitted
-			// at once and keeps its default).
-			if !req.Holding {
-				req.Cost = max(req.Cost, c.coldCharge())
-			}
+		switch {
+		case req.Holding: // admitted at once, at its default; no probe
 			req.Unmeasured = req.Type == 0
+		case req.Type == 0: // no type to probe by: charged the capacity
+			req.Cost = max(req.Cost, c.coldCharge())
 		}
 	}
 	*t = Ticket{req: req, seq: c.seq, arrived: now, ready: t.ready}
