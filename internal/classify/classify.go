@@ -75,6 +75,10 @@ type Result struct {
 	Written       []Table
 	// Tag is NAME from the first /* gk:type=NAME */ comment, or nil.
 	Tag []byte
+	// Consistency and SessionKey are the values of the first /* gk:consistency=MODE */
+	// and /* gk:session=KEY */ comments, or nil: how fresh a read routed to a replica must
+	// be, and whose writes it must see.
+	Consistency, SessionKey []byte
 	// TxnStart and TxnEnd tell that the statement starts or ends a transaction explicitly
 	// (COMMIT AND CHAIN does both).
 	TxnStart, TxnEnd bool
@@ -265,6 +269,7 @@ func (c *Classifier) finish() {
 	r.Digest = c.digest
 	r.Hash = Hash(c.digest)
 	r.Tag = c.lex.tag
+	r.Consistency, r.SessionKey = c.lex.consistency, c.lex.session
 	r.Read = c.read[:c.nRead]
 	r.Written = c.written[:c.nWrite]
 }

@@ -45,6 +45,9 @@ type lexer struct {
 	// broken is set when the text ends inside a string, quoted identifier or comment.
 	broken bool
 	tag    []byte
+	// consistency and session are the values of the first gk:consistency= and
+	// gk:session= hints, read as the tag is.
+	consistency, session []byte
 }
 
 func (l *lexer) reset(src []byte) {
@@ -102,7 +105,11 @@ func (l *lexer) toLineEnd() {
 	}
 }
 
-var tagPrefix = []byte("gk:type=")
+var (
+	tagPrefix         = []byte("gk:type=")
+	consistencyPrefix = []byte("gk:consistency=")
+	sessionPrefix     = []byte("gk:session=")
+)
 
 // comment passes over a /* comment */ at l.pos, or enters an executable one.
 func (l *lexer) comment() {
@@ -130,17 +137,32 @@ func (l *lexer) comment() {
 	}
 	text := src[body : body+end]
 	l.pos = body + end + 2
-	if l.tag == nil {
-		if i := bytes.Index(text, tagPrefix); i >= 0 {
-			name := text[i+len(tagPrefix):]
-			n := 0
-			for n < len(name) && (isIdentChar(name[n]) || name[n] == '.' || name[n] == '-' || name[n] == ':') {
-				n++
-			}
-			if n > 0 {
-				l.tag = name[:n:n]
-			}
-		}
+	if bytes.Contains(text, hintStart) {
+		hint(&l.tag, text, tagPrefix)
+		hint(&l.consistency, text, consistencyPrefix)
+		hint(&l.session, text, sessionPrefix)
+	}
+}
+
+var hintStart = []byte("gk:")
+
+// hint sets *v, when it is not set yet, to the value that follows prefix in a comment's
+// text: a name of identifier characters, dots, dashes and colons.
+func hint(v *[]byte, text, prefix []byte) {
+	if *v != nil {
+		return
+	}
+	i := bytes.Index(text, prefix)
+	if i < 0 {
+		return
+	}
+	name := text[i+len(prefix):]
+	n := 0
+	for n < len(name) && (isIdentChar(name[n]) || name[n] == '.' || name[n] == '-' || name[n] == ':') {
+		n++
+	}
+	if n > 0 {
+		*v = name[:n:n]
 	}
 }
 

@@ -30,6 +30,45 @@ type Config struct {
 	Estimator Estimator `mapstructure:"estimator"`
 	Log       Log       `mapstructure:"log"`
 	Monitor   Monitor   `mapstructure:"monitor"`
+	Routing   Routing   `mapstructure:"routing"`
+	Replicas  Replicas  `mapstructure:"replicas"`
+}
+
+// Routing configures where reads go in pooled mode.
+type Routing struct {
+	// Enabled sends autocommit reads to the replicas of backends.replicas, when there
+	// are any. Default true.
+	Enabled bool `mapstructure:"enabled"`
+	// Consistency is which acknowledged writes a read on a replica must see: strong
+	// (default: every write acknowledged to any client before the read arrived, to the
+	// tables it reads), session (the client's own), or eventual (none; any replica under
+	// max_lag). A user's consistency in auth.users_file and a statement's
+	// /* gk:consistency=MODE */ come first.
+	Consistency string `mapstructure:"consistency"`
+	// Balance chooses among the replicas that qualify: self (default: the least
+	// estimated outstanding work), lard (the same tables on the same replica), sqf (the
+	// fewest outstanding statements) or rr (round robin).
+	Balance string `mapstructure:"balance"`
+	// CausalWait is how long a read waits for a replica to catch up before it goes to
+	// the primary. Default 20ms.
+	CausalWait time.Duration `mapstructure:"causal_wait"`
+	// MaxLag shuns a replica that far behind the primary; it rejoins at half of it.
+	// Default 5s.
+	MaxLag time.Duration `mapstructure:"max_lag"`
+	// PrimaryReads lets the primary take reads beside the replicas. Default false.
+	PrimaryReads bool `mapstructure:"primary_reads"`
+}
+
+// Replicas configures how replicas are watched.
+type Replicas struct {
+	// PollInterval is how often each backend's replication position is read, with
+	// monitor.user. Default 5ms.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+}
+
+// Routes tells whether reads go to replicas.
+func (c *Config) Routes() bool {
+	return c.Routing.Enabled && c.Mode == ModePooled && len(c.Backends.Replicas) > 0
 }
 
 // Modes of the proxy.
@@ -436,5 +475,10 @@ func Default() Config {
 		},
 		Log:     Log{Level: "info", Format: "text"},
 		Monitor: Monitor{Interval: time.Second},
+		Routing: Routing{
+			Enabled: true, Consistency: "strong", Balance: "self",
+			CausalWait: 20 * time.Millisecond, MaxLag: 5 * time.Second,
+		},
+		Replicas: Replicas{PollInterval: 5 * time.Millisecond},
 	}
 }

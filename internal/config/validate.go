@@ -254,6 +254,7 @@ func (c *Config) Validate() error {
 	if r.QuickWaitTarget < 0 || (r.QuickWaitTarget > 0 && r.Floor == 0) {
 		bad("admission.reserve.quick_wait_target", "must be 0 (lane not paced) or positive, such as 10ms, and needs admission.reserve.floor")
 	}
+	c.validateRouting(bad, oneOf)
 	if c.Monitor.Interval < 100*time.Millisecond {
 		bad("monitor.interval", "must be at least 100ms, such as 1s")
 	}
@@ -337,4 +338,23 @@ func parseByteSize(raw any) (ByteSize, error) {
 		return ByteSize(n << sh), nil
 	}
 	return 0, errors.New("invalid size: use bytes or a number with KiB, MiB or GiB, such as 16MiB")
+}
+
+// validateRouting checks the routing and replicas keys.
+func (c *Config) validateRouting(bad func(key, format string, args ...any), oneOf func(key, value string, allowed ...string)) {
+	r := c.Routing
+	oneOf("routing.consistency", r.Consistency, "strong", "session", "eventual")
+	oneOf("routing.balance", r.Balance, "self", "lard", "sqf", "rr")
+	if r.CausalWait < 0 || r.CausalWait > time.Minute {
+		bad("routing.causal_wait", "must be between 0 (no wait: the primary at once) and 1m, such as 20ms")
+	}
+	if r.MaxLag < 100*time.Millisecond {
+		bad("routing.max_lag", "must be at least 100ms, such as 5s")
+	}
+	if p := c.Replicas.PollInterval; p < time.Millisecond || p > 10*time.Second {
+		bad("replicas.poll_interval", "must be between 1ms and 10s, such as 5ms")
+	}
+	if c.Routes() && c.Monitor.User == "" {
+		bad("routing.enabled", "routing reads to replicas needs monitor.user (and monitor.password): the account that reads replication positions")
+	}
 }

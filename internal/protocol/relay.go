@@ -84,8 +84,10 @@ type Response struct {
 	AuthSwitch          bool
 	AuthPlugin          string
 	AuthData, AuthReply []byte
-	// LastInsertID is the last non-zero insert id an OK packet reported.
+	// LastInsertID is the last non-zero insert id an OK packet reported; AffectedRows
+	// the sum of the rows the OK packets of the response reported changed.
 	LastInsertID uint64
+	AffectedRows uint64
 	// StateChanged tells that a terminal packet had SERVER_SESSION_STATE_CHANGED set;
 	// StateChanges holds the session-state records of every OK of the response, one after
 	// the other, owned by the Response (see NextStateChange).
@@ -111,6 +113,10 @@ type Relay struct {
 	// StmtID, when not zero, is the statement id the client sees for the statement that the
 	// next COM_STMT_PREPARE creates; the backend's own id is reported in Response.StmtID.
 	StmtID uint32
+	// BeforeAck, when set, is called with the response read whole, before its last
+	// packets are flushed to the client: what it records is in place before the client
+	// can act on the acknowledgement.
+	BeforeAck func(res *Response)
 	// scratch holds a rewritten packet.
 	scratch []byte
 }
@@ -144,6 +150,9 @@ func (x *Relay) ForwardResponse(cmd byte, res *Response) error {
 	}
 	if err != nil {
 		return err
+	}
+	if x.BeforeAck != nil {
+		x.BeforeAck(res)
 	}
 	return x.Client.Flush()
 }
@@ -228,6 +237,7 @@ func (x *Relay) record(p []byte, first byte, res *Response) error {
 		if res.ok.LastInsertID != 0 {
 			res.LastInsertID = res.ok.LastInsertID
 		}
+		res.AffectedRows += res.ok.AffectedRows
 		if res.ok.Status&mysql.SERVER_SESSION_STATE_CHANGED != 0 {
 			res.StateChanged = true
 			res.StateChanges = append(res.StateChanges, res.ok.StateChanges...)
