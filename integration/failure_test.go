@@ -100,6 +100,8 @@ type cutter struct {
 	ln    net.Listener
 	mu    sync.Mutex
 	conns []net.Conn
+	// down refuses new connections, as a dead server does.
+	down bool
 }
 
 func newCutter(t *testing.T, target string) *cutter {
@@ -114,6 +116,13 @@ func newCutter(t *testing.T, target string) *cutter {
 			in, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			c.mu.Lock()
+			down := c.down
+			c.mu.Unlock()
+			if down {
+				in.Close()
+				continue
 			}
 			out, err := net.Dial("tcp", target)
 			if err != nil {
@@ -131,6 +140,13 @@ func newCutter(t *testing.T, target string) *cutter {
 }
 
 func (c *cutter) addr() string { return c.ln.Addr().String() }
+
+// setDown makes the relay refuse new connections (true) or take them again.
+func (c *cutter) setDown(down bool) {
+	c.mu.Lock()
+	c.down = down
+	c.mu.Unlock()
+}
 
 func (c *cutter) cut() {
 	c.mu.Lock()

@@ -196,6 +196,18 @@ func startProxy(t *testing.T, edit func(*config.Config)) *testProxy {
 		defer close(served)
 		_ = srv.Serve(ln)
 	}()
+	if router := srv.Router(); router != nil {
+		ctx, stop := context.WithCancel(context.Background())
+		routed := make(chan struct{})
+		go func() { // ends with the test
+			defer close(routed)
+			_ = router.Run(ctx)
+		}()
+		t.Cleanup(func() {
+			stop()
+			<-routed
+		})
+	}
 	p := &testProxy{Server: srv, Addr: ln.Addr().String(), Registry: reg, Costs: costs, cfg: cfg}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -71,6 +71,7 @@ func metricsConfigs(t *testing.T) map[string]config.Config {
 	pass.Monitor.User = "monitor"
 	pooled := pass
 	pooled.Mode = config.ModePooled
+	pooled.Backends.Replicas = []string{"127.0.0.1:1"} // reads are routed
 	cfgs := map[string]config.Config{"passthrough": pass, "pooled": pooled}
 	for name, c := range cfgs {
 		if err := c.Validate(); err != nil {

@@ -145,6 +145,20 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 			return v, err == nil && !at.IsZero()
 		})
 	}
+	if router := srv.Router(); router != nil {
+		routeCtx, stopRouting := context.WithCancel(context.Background())
+		defer stopRouting()
+		go func() { // ends with serve
+			if err := router.Run(routeCtx); err != nil {
+				log.Error("replica monitors failed: reads stay on the primary", "err", err)
+			}
+		}()
+		log.Info("reads go to replicas", "replicas", cfg.Backends.Replicas, "consistency", cfg.Routing.Consistency,
+			"balance", cfg.Routing.Balance)
+	} else if len(cfg.Backends.Replicas) > 0 {
+		log.Warn("backends.replicas are not used: reads go to replicas in pooled mode with routing.enabled",
+			"mode", cfg.Mode, "routing_enabled", cfg.Routing.Enabled)
+	}
 	rl := &reloader{load: load, cur: cfg, srv: srv, costs: costs, log: log, enabled: cfg.Admission.Enabled}
 	if cfg.Mode == config.ModePooled || cfg.Auth.FromBackend {
 		accCtx, stopAccounts := context.WithCancel(context.Background())

@@ -32,12 +32,35 @@ func (s sessionsSource) Backends() admin.BackendsResponse {
 		r.Backends = append(r.Backends, admin.BackendInfo{Addr: s.primary, Role: "primary", ClientSessions: s.srv.Open()})
 		return r
 	}
-	for _, p := range pools {
+	router := s.srv.Router()
+	for i, p := range pools {
 		st := p.Stats()
-		r.Backends = append(r.Backends, admin.BackendInfo{
+		info := admin.BackendInfo{
 			Addr: st.Addr, Role: "primary", Open: st.Open, Idle: st.Idle, Leased: st.Leased,
-			Waiting: st.Waiting, MaxOpen: st.Limit, ClientSessions: s.srv.Open(),
-		})
+			Waiting: st.Waiting, MaxOpen: st.Limit,
+		}
+		if i == 0 {
+			info.ClientSessions = s.srv.Open()
+		}
+		if router != nil {
+			b := router.Primary()
+			if i > 0 {
+				b = router.Replicas()[i-1]
+				info.Role = "replica"
+				rs := b.Status()
+				info.Replica = &admin.Replica{Up: rs.Up, Shunned: rs.Shunned, Replicating: rs.Replicating,
+					Position: rs.Pos.String(), LagTransactions: rs.LagTxns, LagSeconds: rs.LagSeconds,
+					Error: rs.Err, Checked: rs.Checked}
+			}
+			_, info.OutstandingReads = b.Outstanding()
+		}
+		r.Backends = append(r.Backends, info)
+	}
+	if router != nil {
+		v := router.Versions()
+		rc := s.srv.RoutingConfig()
+		r.Routing = &admin.RoutingInfo{Consistency: rc.Consistency, Balance: rc.Balance,
+			ClosureLoaded: v.ClosureLoaded(), Floor: v.Floor().String(), Tables: v.Tables()}
 	}
 	return r
 }

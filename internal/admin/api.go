@@ -177,6 +177,22 @@ type BackendsResponse struct {
 	Time     time.Time     `json:"time"`
 	Mode     string        `json:"mode"`
 	Backends []BackendInfo `json:"backends"`
+	// Routing is how reads are routed to replicas; nil when they are not.
+	Routing *RoutingInfo `json:"routing,omitempty"`
+}
+
+// RoutingInfo describes read routing.
+type RoutingInfo struct {
+	Consistency string `json:"consistency"`
+	Balance     string `json:"balance"`
+	// ClosureLoaded: triggers, cascades and views are known, and writes are recorded
+	// per table; until then (and after DDL, until they are read again) every write
+	// raises the floor every read needs.
+	ClosureLoaded bool `json:"closure_loaded"`
+	// Floor is the position every read needs; Tables the number of tables with a
+	// recorded write.
+	Floor  string `json:"floor"`
+	Tables int    `json:"tables"`
 }
 
 // BackendInfo describes one backend and, in pooled mode, its pool.
@@ -193,4 +209,23 @@ type BackendInfo struct {
 	MaxOpen int `json:"max_open"`
 	// ClientSessions is the number of client connections this backend serves now.
 	ClientSessions int `json:"client_sessions"`
+	// With read routing: the reads routed to the backend and not finished, and, for a
+	// replica, what its monitor last saw.
+	OutstandingReads int64    `json:"outstanding_reads"`
+	Replica          *Replica `json:"replica,omitempty"`
+}
+
+// Replica is what the monitor of a replica last saw.
+type Replica struct {
+	Up bool `json:"up"`
+	// Shunned: takes no reads (down, or behind past routing.max_lag).
+	Shunned     bool   `json:"shunned"`
+	Replicating bool   `json:"replicating"`
+	Position    string `json:"position"`
+	// LagTransactions the primary has that the replica has not applied; LagSeconds
+	// since the primary first had one of them.
+	LagTransactions uint64    `json:"lag_transactions"`
+	LagSeconds      float64   `json:"lag_seconds"`
+	Error           string    `json:"error,omitempty"`
+	Checked         time.Time `json:"checked"`
 }

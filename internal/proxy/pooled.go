@@ -25,7 +25,10 @@ import (
 // the accounts clients log in with, and the primary's greeting, which the proxy's own
 // imitates so that clients see the server they expect.
 type pooling struct {
-	pool *backend.Pool
+	pool    *backend.Pool
+	metrics *backend.Metrics
+	// rt routes reads to replicas; nil without them.
+	rt *routing
 	// greeting is the primary's greeting, read once it answers.
 	greeting atomic.Pointer[protocol.Greeting]
 	probeMu  sync.Mutex
@@ -43,16 +46,9 @@ type pooling struct {
 	authFails *prometheus.CounterVec
 }
 
-func newPooling(cfg config.Config, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) *pooling {
-	m := backend.NewMetrics(reg)
-	dialer := &backend.Dialer{Addr: cfg.Backends.Primary, ConnectTimeout: cfg.Backends.ConnectTimeout,
-		DeadAfter: cfg.Backends.DeadAfter, TLS: tlsFor}
-	pc := backend.PoolConfig{
-		MaxOpen: cfg.Pools.MaxOpen, MaxIdle: cfg.Pools.MaxIdle, IdleTimeout: cfg.Pools.IdleTimeout,
-		MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
-	}
+func newPooling(cfg config.Config, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) (*pooling, error) {
 	p := &pooling{
-		pool:         backend.NewPool(dialer, pc, m, log),
+		metrics:      backend.NewMetrics(reg),
 		maxStmts:     16382,    // MySQL's default max_prepared_stmt_count
 		maxStmtBytes: 64 << 20, // statement text per client connection
 		attrs:        []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
@@ -80,9 +76,45 @@ func newPooling(cfg config.Config, tlsFor func(string, bool) (*tls.Config, error
 		Name: "gatekeeper_auth_failures_total",
 		Help: "Client logins the proxy refused in pooled mode, by reason.",
 	}, []string{"reason"})
-	reg.MustRegister(pins, p.pinned, p.resets, p.syncs, p.authFails,
-		backend.NewPoolCollector(func() []*backend.Pool { return []*backend.Pool{p.pool} }))
-	return p
+	p.pool = p.newPool(cfg.Backends.Primary, cfg, tlsFor, log)
+	if cfg.Routes() {
+		var err error
+		if p.rt, err = newRouting(cfg, p, tlsFor, log, reg); err != nil {
+			return nil, err
+		}
+	}
+	reg.MustRegister(pins, p.pinned, p.resets, p.syncs, p.authFails, backend.NewPoolCollector(p.pools))
+	return p, nil
+}
+
+// newPool returns a pool of connections to addr.
+func (p *pooling) newPool(addr string, cfg config.Config, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger) *backend.Pool {
+	dialer := &backend.Dialer{Addr: addr, ConnectTimeout: cfg.Backends.ConnectTimeout,
+		DeadAfter: cfg.Backends.DeadAfter, TLS: tlsFor}
+	pc := backend.PoolConfig{
+		MaxOpen: cfg.Pools.MaxOpen, MaxIdle: cfg.Pools.MaxIdle, IdleTimeout: cfg.Pools.IdleTimeout,
+		MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
+	}
+	return backend.NewPool(dialer, pc, p.metrics, log)
+}
+
+// pools returns the primary's pool and the replicas'.
+func (p *pooling) pools() []*backend.Pool {
+	all := []*backend.Pool{p.pool}
+	if p.rt != nil {
+		all = append(all, p.rt.pools...)
+	}
+	return all
+}
+
+// poolOf returns the pool of the backend at addr.
+func (p *pooling) poolOf(addr string) *backend.Pool {
+	for _, pool := range p.pools() {
+		if pool.Addr() == addr {
+			return pool
+		}
+	}
+	return p.pool
 }
 
 // primaryGreeting returns the primary's greeting, dialing it (without logging in) the
@@ -208,7 +240,7 @@ func (s *session) acquirePooled() (*protocol.Conn, error) {
 	pl := s.pl
 	if pl.lease == nil {
 		pl.want.State = pl.state
-		lease, err := pl.pooling.pool.Acquire(s.ctx, &pl.want)
+		lease, err := s.leaseFor(s.route())
 		if err != nil {
 			return nil, err
 		}
@@ -224,6 +256,8 @@ func (s *session) acquirePooled() (*protocol.Conn, error) {
 		s.mu.Lock()
 		pl.lease = lease
 		s.mu.Unlock()
+	} else if s.rs != nil {
+		s.countPinnedRead()
 	}
 	c := pl.lease.Conn()
 	s.backendAddr = c.Addr()
@@ -255,6 +289,7 @@ func (s *session) releasePooled() {
 		}
 	}
 	c.Adopt(pl.state)
+	s.routeDone()
 	s.mu.Lock()
 	lease := pl.lease
 	pl.lease = nil
@@ -283,6 +318,7 @@ func (s *session) closePooled() {
 		pl.leave()
 	}
 	s.setPinned(false)
+	s.routeDone()
 	s.mu.Lock()
 	lease := pl.lease
 	pl.lease = nil

@@ -102,6 +102,10 @@ func (s *session) handshakePooled() error {
 		leave:      leave,
 	}
 	s.relay = protocol.Relay{Client: s.client, Capabilities: caps}
+	if rt := pooling.rt; rt != nil {
+		s.rs = &routeState{rt: rt, consistency: rt.consistency}
+		s.relay.BeforeAck = s.beforeAck
+	}
 
 	// One lease now: a user the backend refuses, or a schema that does not exist, fails
 	// the login as it would on the server.

@@ -77,13 +77,13 @@ func (s *session) killPooled(id uint64, query bool) bool {
 			msg: "You are not owner of thread " + strconv.FormatUint(id, 10)})
 		return s.client.IOErr() == nil
 	}
-	thread, running := target.beginKill()
+	thread, addr, running := target.beginKill()
 	defer target.endKill()
 	if !query {
 		target.killClient()
 	}
 	if running {
-		err := s.killThread(thread, query)
+		err := s.killThread(thread, addr, query)
 		var se *protocol.ServerError
 		switch {
 		case errors.As(err, &se) && se.Code == codeUnknownThread:
@@ -100,36 +100,37 @@ func (s *session) killPooled(id uint64, query bool) bool {
 	return s.writeLocalOK()
 }
 
-// killThread sends KILL [QUERY] thread to the primary as this client's user, on the
-// connection the session holds or on one leased for it.
-func (s *session) killThread(thread uint32, query bool) error {
+// killThread sends KILL [QUERY] thread to the backend at addr as this client's user, on
+// the connection the session holds when it is there, or on one leased for it.
+func (s *session) killThread(thread uint32, addr string, query bool) error {
 	text := "KILL CONNECTION "
 	if query {
 		text = "KILL QUERY "
 	}
 	text += strconv.FormatUint(uint64(thread), 10)
-	if lease := s.pl.lease; lease != nil {
+	if lease := s.pl.lease; lease != nil && lease.Conn().Addr() == addr {
 		return lease.Conn().Kill(text)
 	}
-	if _, err := s.acquirePooled(); err != nil {
+	lease, err := s.pl.pooling.poolOf(addr).Acquire(s.ctx, &s.pl.want)
+	if err != nil {
 		return err
 	}
-	err := s.pl.lease.Conn().Kill(text)
-	s.releasePooled()
-	return err
+	defer lease.Release()
+	return lease.Conn().Kill(text)
 }
 
 // beginKill marks the session as the target of a KILL and returns the backend thread of
-// its leased connection: until endKill, that connection is discarded rather than given
+// its leased connection, and the backend's address: until endKill, that connection is discarded rather than given
 // to another session.
-func (s *session) beginKill() (thread uint32, leased bool) {
+func (s *session) beginKill() (thread uint32, addr string, leased bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pl == nil || s.pl.lease == nil {
-		return 0, false
+		return 0, "", false
 	}
 	s.killing = true
-	return s.pl.lease.Conn().ThreadID(), true
+	c := s.pl.lease.Conn()
+	return c.ThreadID(), c.Addr(), true
 }
 
 func (s *session) endKill() {

@@ -96,7 +96,9 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		return nil, err
 	}
 	if cfg.Mode == config.ModePooled {
-		s.pooling = newPooling(cfg, s.gate.backendTLS.forBackend, log, reg)
+		if s.pooling, err = newPooling(cfg, s.gate.backendTLS.forBackend, log, reg); err != nil {
+			return nil, err
+		}
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gatekeeper_backend_client_sessions_per_connection",
 			Help: "Client connections open per pooled backend connection open: how many clients each database connection serves.",
@@ -300,7 +302,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.wg.Wait()
 	s.adm.watch.close()
 	if s.pooling != nil {
-		s.pooling.pool.Close()
+		for _, p := range s.pooling.pools() {
+			p.Close()
+		}
 	}
 	return err
 }

@@ -96,6 +96,8 @@ func (l *logEvery) allow(now time.Time) (n int, ok bool) {
 
 // session serves one client connection.
 type session struct {
+	// rs is read routing's state; nil without it.
+	rs *routeState
 	id uint64
 	collaborators
 	log *slog.Logger
@@ -431,6 +433,9 @@ func (s *session) dispatch() bool {
 	err := s.client.ForwardCommand(&s.cmd, s.backend)
 	if err == nil {
 		err = s.relay.ForwardResponse(cmd, &s.res)
+	}
+	if err != nil && s.retriable(err, written) {
+		err = s.retryOnPrimary(cmd, clientStmtID, err)
 	}
 	end := time.Now()
 	elapsed, work := end.Sub(start), s.rec.share.Stop(end, clock)

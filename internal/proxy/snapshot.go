@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 )
 
 // SessionSnapshot is what an operator sees of one client session.
@@ -92,5 +94,16 @@ func (s *Server) Pools() []*backend.Pool {
 	if s.pooling == nil {
 		return nil
 	}
-	return []*backend.Pool{s.pooling.pool}
+	return s.pooling.pools()
 }
+
+// Router returns the read router; nil when reads are not routed.
+func (s *Server) Router() *replicas.Router {
+	if s.pooling == nil || s.pooling.rt == nil {
+		return nil
+	}
+	return s.pooling.rt.router
+}
+
+// RoutingConfig returns the routing settings the server runs with.
+func (s *Server) RoutingConfig() config.Routing { return s.cfg.Routing }

@@ -65,6 +65,9 @@ type statement struct {
 	killQuery  bool
 	connIDOnly bool
 	connIDName []byte
+	// tables are the statement's tables, kept when reads are routed: the session's buffer
+	// for a text statement, a copy of its own for a prepared one.
+	tables *tableSet
 }
 
 // unitType collects what types a unit under the unit-wide keys.
@@ -99,6 +102,7 @@ func (s *session) classifyCommand(cmd byte) {
 			uses: r.Uses, multi: r.MultiStatement, opaque: r.Unsure || r.MultiStatement || r.Kind == classify.Write && r.UnknownTables,
 			killID: r.KillID, killQuery: r.KillQuery,
 			connIDOnly: r.ConnectionIDOnly, connIDName: r.ConnectionIDName}
+		s.noteTables(r)
 	case mysql.COM_STMT_EXECUTE:
 		if p := s.cmd.Payload; len(p) >= 5 {
 			s.stmt = s.stmts[binary.LittleEndian.Uint32(p[1:])]
@@ -111,6 +115,9 @@ func (s *session) rememberPrepared(id uint32) {
 	ps := s.stmt
 	ps.digest, ps.tag = bytes.Clone(ps.digest), bytes.Clone(ps.tag)
 	ps.connIDName, ps.connIDOnly, ps.killID = nil, false, 0
+	if ps.tables != nil {
+		ps.tables = ps.tables.clone()
+	}
 	s.stmts[id] = ps
 }
 

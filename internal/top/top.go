@@ -203,9 +203,20 @@ func (v View) Render(w io.Writer, f *Frame) {
 		}
 	}
 	if bs := f.Backends; bs != nil && bs.Mode == "pooled" {
+		if r := bs.Routing; r != nil {
+			closure := "per table"
+			if !r.ClosureLoaded {
+				closure = "every write raises the floor (triggers, cascades, views not read yet)"
+			}
+			line("routing: %s, %s - %d tables tracked, %s", r.Consistency, r.Balance, r.Tables, closure)
+		}
 		for _, be := range bs.Backends {
 			line("pool %s (%s): %d of %d open - %d leased, %d idle, %d waiting - %d client sessions",
 				be.Addr, be.Role, be.Open, be.MaxOpen, be.Leased, be.Idle, be.Waiting, be.ClientSessions)
+			if rp := be.Replica; rp != nil {
+				line("  replica %s: %s - lag %d transactions, %.2f s - %d reads running - position %s",
+					be.Addr, replicaStanding(rp), rp.LagTransactions, rp.LagSeconds, be.OutstandingReads, rp.Position)
+			}
 		}
 	}
 	if v.Keys {
@@ -232,4 +243,17 @@ func (v View) Render(w io.Writer, f *Frame) {
 		line("(%d more)", n)
 	}
 	_, _ = io.WriteString(w, b.String())
+}
+
+// replicaStanding says whether a replica takes reads.
+func replicaStanding(r *admin.Replica) string {
+	switch {
+	case !r.Up:
+		return "down"
+	case r.Shunned:
+		return "shunned"
+	case !r.Replicating:
+		return "up, replication stopped"
+	}
+	return "up"
 }

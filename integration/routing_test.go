@@ -1,0 +1,259 @@
+package integration
+
+import (
+	"database/sql"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+)
+
+// routedProxy starts a pooled proxy that routes reads to replicas.
+func routedProxy(t *testing.T, replicas []string, edit func(*config.Config)) *testProxy {
+	t.Helper()
+	return startProxy(t, func(c *config.Config) {
+		c.Mode = config.ModePooled
+		c.Monitor.User, c.Monitor.Password = env.User, env.Password
+		c.Backends.Replicas = replicas
+		c.Replicas.PollInterval = 2 * time.Millisecond
+		if edit != nil {
+			edit(c)
+		}
+	})
+}
+
+// oneConn opens a handle on a single connection through addr.
+func oneConn(t *testing.T, addr string) *sql.DB {
+	t.Helper()
+	db := openDB(t, addr, "")
+	db.SetMaxOpenConns(1)
+	return db
+}
+
+// sqlThread stops or starts the applier thread of the replica at addr.
+func sqlThread(t *testing.T, addr string, run bool) {
+	t.Helper()
+	db := openDB(t, addr, "")
+	defer db.Close()
+	q := "STOP SLAVE SQL_THREAD"
+	if run {
+		q = "START SLAVE SQL_THREAD"
+	}
+	mustExec(t, db, q)
+}
+
+// readsTo returns the reads the proxy sent to backend addr for reason.
+func readsTo(t *testing.T, p *testProxy, addr, reason string) float64 {
+	return metricValue(t, p, "gatekeeper_reads_total", map[string]string{"backend": addr, "reason": reason})
+}
+
+// waitRoutable waits until the proxy's monitors have seen both replicas and read the
+// triggers, cascades and views.
+func waitRoutable(t *testing.T, p *testProxy) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "replicas up and the closure read", func() bool {
+		r := p.Router()
+		for _, b := range r.Replicas() {
+			if !b.Status().Up {
+				return false
+			}
+		}
+		return r.Versions().ClosureLoaded()
+	})
+}
+
+// Strong consistency: a read on one connection sees the write another connection had
+// acknowledged, through a trigger, a cascade and a view too, while one replica's applier
+// is stopped; and reads still go to the replicas.
+func TestRoutingReadsSeeAcknowledgedWrites(t *testing.T) {
+	direct := openDB(t, env.Primary, "")
+	defer direct.Close()
+	tbl := tableName(t)
+	for _, q := range []string{
+		"DROP VIEW IF EXISTS " + tbl + "_v",
+		"DROP TABLE IF EXISTS " + tbl + "_child, " + tbl + "_audit, " + tbl + ", " + tbl + "_parent",
+		"CREATE TABLE " + tbl + " (id INT PRIMARY KEY, v INT NOT NULL)",
+		"CREATE TABLE " + tbl + "_audit (id INT PRIMARY KEY, v INT NOT NULL)",
+		"CREATE TRIGGER " + tbl + "_tr AFTER UPDATE ON " + tbl + " FOR EACH ROW REPLACE INTO " + tbl + "_audit VALUES (NEW.id, NEW.v)",
+		"CREATE TABLE " + tbl + "_parent (id INT PRIMARY KEY, v INT NOT NULL, UNIQUE KEY (v))",
+		"CREATE TABLE " + tbl + "_child (id INT PRIMARY KEY, pv INT, FOREIGN KEY (pv) REFERENCES " + tbl + "_parent (v) ON UPDATE CASCADE)",
+		"CREATE VIEW " + tbl + "_v AS SELECT id, v FROM " + tbl,
+		"INSERT INTO " + tbl + " VALUES (1, 0)",
+		"INSERT INTO " + tbl + "_parent VALUES (1, 0)",
+		"INSERT INTO " + tbl + "_child VALUES (1, 0)",
+	} {
+		mustExec(t, direct, q)
+	}
+	p := routedProxy(t, []string{env.Replica1, env.Replica2}, nil)
+	waitRoutable(t, p)
+	writer, reader := oneConn(t, p.Addr), oneConn(t, p.Addr)
+	defer writer.Close()
+	defer reader.Close()
+
+	stopped := false
+	defer func() {
+		if stopped {
+			sqlThread(t, env.Replica1, true)
+		}
+	}()
+	reads := map[string]string{
+		"table":   "SELECT v FROM " + tbl + " WHERE id = 1",
+		"view":    "SELECT v FROM " + tbl + "_v WHERE id = 1",
+		"trigger": "SELECT v FROM " + tbl + "_audit WHERE id = 1",
+		"cascade": "SELECT pv FROM " + tbl + "_child WHERE id = 1",
+	}
+	stmt, err := reader.Prepare(reads["table"])
+	require.NoError(t, err)
+	defer stmt.Close()
+	const rounds = 150
+	for i := 1; i <= rounds; i++ {
+		switch i {
+		case rounds / 3:
+			sqlThread(t, env.Replica1, false)
+			stopped = true
+		case 2 * rounds / 3:
+			sqlThread(t, env.Replica1, true)
+			stopped = false
+		}
+		mustExec(t, writer, fmt.Sprintf("UPDATE %s SET v = %d WHERE id = 1", tbl, i))
+		mustExec(t, writer, fmt.Sprintf("UPDATE %s_parent SET v = %d WHERE id = 1", tbl, i))
+		for what, q := range reads {
+			var v int
+			require.NoError(t, reader.QueryRow(q).Scan(&v))
+			require.Equal(t, i, v, "round %d: the %s read missed an acknowledged write", i, what)
+		}
+		var v int
+		require.NoError(t, stmt.QueryRow().Scan(&v))
+		require.Equal(t, i, v, "round %d: the prepared read missed an acknowledged write", i)
+	}
+	onReplicas := 0.0
+	for _, r := range []string{env.Replica1, env.Replica2} {
+		onReplicas += readsTo(t, p, r, "routed") + readsTo(t, p, r, "waited")
+	}
+	fellBack := readsTo(t, p, env.Primary, "fell_back_to_primary")
+	t.Logf("reads on replicas %.0f, fell back to the primary %.0f, writes %.0f", onReplicas, fellBack,
+		readsTo(t, p, env.Primary, "write"))
+	assert.Greater(t, onReplicas, float64(rounds), "most reads go to replicas")
+	assert.Equal(t, float64(2*rounds), readsTo(t, p, env.Primary, "write"))
+}
+
+// With both appliers stopped, an eventual read shows the replica's old row, which proves
+// the reads really go there; a session read with the writer's key does not, and neither
+// does a strong one: both wait out routing.causal_wait and go to the primary.
+func TestRoutingConsistencyModes(t *testing.T) {
+	direct := openDB(t, env.Primary, "")
+	defer direct.Close()
+	tbl := tableName(t)
+	mustExec(t, direct, "DROP TABLE IF EXISTS "+tbl)
+	mustExec(t, direct, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, v INT NOT NULL)")
+	mustExec(t, direct, "INSERT INTO "+tbl+" VALUES (1, 0)")
+	p := routedProxy(t, []string{env.Replica1, env.Replica2}, nil)
+	waitRoutable(t, p)
+	waitFor(t, 10*time.Second, "the replicas to have the row", func() bool {
+		for _, b := range p.Router().Replicas() {
+			if b.Status().LagTxns > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	writer, reader := oneConn(t, p.Addr), oneConn(t, p.Addr)
+	defer writer.Close()
+	defer reader.Close()
+	for _, r := range []string{env.Replica1, env.Replica2} {
+		sqlThread(t, r, false)
+		defer sqlThread(t, r, true)
+	}
+	mustExec(t, writer, "/* gk:session=cart-7 */ UPDATE "+tbl+" SET v = 1 WHERE id = 1")
+	read := func(hints string) int {
+		var v int
+		require.NoError(t, reader.QueryRow(hints+" SELECT v FROM "+tbl+" WHERE id = 1").Scan(&v))
+		return v
+	}
+	assert.Equal(t, 0, read("/* gk:consistency=eventual */"), "eventual reads the replica's old row")
+	assert.Equal(t, 1, read("/* gk:consistency=session gk:session=cart-7 */"), "the session's own write")
+	assert.Equal(t, 1, read(""), "strong (the default)")
+	assert.GreaterOrEqual(t, readsTo(t, p, env.Primary, "fell_back_to_primary"), 2.0)
+	assert.Equal(t, 2.0, metricValue(t, p, "gatekeeper_causal_wait_seconds", nil), "two reads waited")
+	// Another session's key does not wait for this one's writes.
+	assert.Equal(t, 0, read("/* gk:consistency=session gk:session=cart-8 */"))
+}
+
+// Writes, transactions and session-dependent reads stay on the primary.
+func TestRoutingKeepsWhatMustStayOnThePrimary(t *testing.T) {
+	p := routedProxy(t, []string{env.Replica1, env.Replica2}, nil)
+	waitRoutable(t, p)
+	db := oneConn(t, p.Addr)
+	defer db.Close()
+	var id1, id2 string
+	require.NoError(t, db.QueryRow("SELECT @@server_id").Scan(&id1))
+	mustExec(t, db, "SET autocommit = 0")
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES").Scan(new(int)))
+	mustExec(t, db, "COMMIT")
+	mustExec(t, db, "SET autocommit = 1")
+	mustExec(t, db, "SET @x = 5")
+	require.NoError(t, db.QueryRow("SELECT @x + COUNT(*) FROM information_schema.TABLES").Scan(new(int)))
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES").Scan(new(int)))
+	require.NoError(t, db.QueryRow("SELECT @@server_id").Scan(&id2))
+	assert.Equal(t, id1, id2)
+	assert.Equal(t, 1.0, readsTo(t, p, env.Primary, "in_transaction"))
+	assert.Equal(t, 1.0, readsTo(t, p, env.Primary, "pinned"))
+}
+
+// A replica that dies costs the clients nothing: reads in flight to it run again on the
+// primary when nothing of their answer was relayed, later reads go to the other replica,
+// and the replica takes reads again once it answers.
+func TestRoutingSurvivesAReplicaDeath(t *testing.T) {
+	dead := newCutter(t, env.Replica1)
+	replica := dead.addr()
+	p := routedProxy(t, []string{replica}, func(c *config.Config) { c.Routing.Consistency = "eventual" })
+	waitRoutable(t, p)
+	const clients = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	stop := make(chan struct{})
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db := oneConn(t, p.Addr)
+			defer db.Close()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var n int
+				if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.COLLATIONS").Scan(&n); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	before := readsTo(t, p, replica, "routed")
+	dead.setDown(true)
+	dead.cut()
+	waitFor(t, 5*time.Second, "the replica marked down", func() bool { return !p.Router().Replicas()[0].Status().Up })
+	time.Sleep(300 * time.Millisecond)
+	dead.setDown(false)
+	waitFor(t, 5*time.Second, "the replica back", func() bool { return p.Router().Replicas()[0].Status().Up })
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err, "a client saw the replica's death")
+	}
+	after := readsTo(t, p, replica, "routed")
+	assert.Greater(t, before, 0.0)
+	assert.Greater(t, after, before, "reads went to the replica again")
+	assert.Greater(t, readsTo(t, p, env.Primary, "fell_back_to_primary"), 0.0)
+}

@@ -1,0 +1,538 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
+	"github.com/gatekeeperdb/gatekeeper/internal/classify"
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+)
+
+// routing is what read routing adds to pooled mode: the router, a pool per replica, the
+// writes of named sessions, and the metrics of the choices made.
+type routing struct {
+	router   *replicas.Router
+	versions *replicas.Versions
+	sessions *replicas.SessionPositions
+	// pools are the replicas' pools, in the router's order.
+	pools       []*backend.Pool
+	consistency replicas.Consistency
+	causalWait  time.Duration
+	poll        time.Duration
+
+	reads       *prometheus.CounterVec
+	causalWaits prometheus.Histogram
+}
+
+// Reasons a unit went where it went, the reason label of gatekeeper_reads_total.
+const (
+	reasonRouted      = "routed"
+	reasonWaited      = "waited"
+	reasonFellBack    = "fell_back_to_primary"
+	reasonTransaction = "in_transaction"
+	reasonPinned      = "pinned"
+	reasonWrite       = "write"
+	reasonUnsure      = "unsure"
+)
+
+func newRouting(cfg config.Config, p *pooling, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) (*routing, error) {
+	consistency, err := replicas.ParseConsistency(cfg.Routing.Consistency)
+	if err != nil {
+		return nil, err
+	}
+	balance, err := replicas.ParseBalance(cfg.Routing.Balance)
+	if err != nil {
+		return nil, err
+	}
+	versions := replicas.NewVersions()
+	rt := &routing{
+		versions: versions,
+		router: replicas.NewRouter(replicas.Config{
+			Primary: cfg.Backends.Primary, Replicas: cfg.Backends.Replicas,
+			User: cfg.Monitor.User, Password: cfg.Monitor.Password,
+			Balance: balance, PrimaryReads: cfg.Routing.PrimaryReads,
+			MaxLag: cfg.Routing.MaxLag, PollInterval: cfg.Replicas.PollInterval,
+		}, versions, log),
+		sessions:    replicas.NewSessionPositions(1 << 16),
+		consistency: consistency,
+		causalWait:  cfg.Routing.CausalWait,
+		poll:        cfg.Replicas.PollInterval,
+	}
+	for _, addr := range cfg.Backends.Replicas {
+		rt.pools = append(rt.pools, p.newPool(addr, cfg, tlsFor, log))
+	}
+	rt.reads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_reads_total",
+		Help: "Units by the backend they went to and why: routed (to a replica at once), waited (to a replica after waiting for it to catch up), fell_back_to_primary (no replica caught up in routing.causal_wait), in_transaction, pinned (session state, a cursor), write, unsure (statements the classifier is unsure of).",
+	}, []string{"backend", "reason"})
+	rt.causalWaits = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "gatekeeper_causal_wait_seconds",
+		Help:    "Time reads waited for a replica to apply the writes they need, whether one did or the read went to the primary.",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1},
+	})
+	reg.MustRegister(rt.reads, rt.causalWaits, newReplicaCollector(rt.router))
+	return rt, nil
+}
+
+// tableSet is what routing keeps of a statement's tables: the keys of the tables it reads
+// and writes, whether others may hide behind them, and its routing hints.
+type tableSet struct {
+	read, written             [][]byte
+	readUnknown, writeUnknown bool
+	consistency               int8 // -1: none given
+	sessionKey                []byte
+}
+
+// fill sets t from a classifier's result; schema qualifies unqualified names.
+func (t *tableSet) fill(r *classify.Result, schema string) {
+	t.read = keysOf(t.read[:0], r.Read, schema)
+	t.written = keysOf(t.written[:0], r.Written, schema)
+	t.readUnknown = r.Unsure || r.UnknownTables || r.MultiStatement
+	t.writeUnknown = t.readUnknown || r.Kind == classify.DDL
+	t.consistency = -1
+	if r.Consistency != nil {
+		if c, err := replicas.ParseConsistency(string(r.Consistency)); err == nil {
+			t.consistency = int8(c)
+		}
+	}
+	t.sessionKey = append(t.sessionKey[:0], r.SessionKey...)
+}
+
+// keysOf appends the keys of tables to dst, reusing its buffers.
+func keysOf(dst [][]byte, tables []classify.Table, schema string) [][]byte {
+	for _, tb := range tables {
+		s := tb.Schema
+		if len(s) == 0 {
+			s = []byte(schema)
+		}
+		if len(dst) < cap(dst) {
+			dst = dst[:len(dst)+1]
+		} else {
+			dst = append(dst, nil)
+		}
+		i := len(dst) - 1
+		dst[i] = replicas.TableKey(dst[i][:0], s, tb.Name)
+	}
+	return dst
+}
+
+// clone returns a copy of t that owns its buffers, for a prepared statement.
+func (t *tableSet) clone() *tableSet {
+	c := &tableSet{readUnknown: t.readUnknown, writeUnknown: t.writeUnknown, consistency: t.consistency,
+		sessionKey: bytes.Clone(t.sessionKey)}
+	for _, k := range t.read {
+		c.read = append(c.read, bytes.Clone(k))
+	}
+	for _, k := range t.written {
+		c.written = append(c.written, bytes.Clone(k))
+	}
+	return c
+}
+
+// routeState is a session's side of routing.
+type routeState struct {
+	rt *routing
+	// query holds the tables of the current text statement.
+	query tableSet
+	// to is the replica the open unit reads from, nil for the primary; cost the
+	// estimated work counted against it.
+	to   *replicas.Backend
+	cost time.Duration
+	// written, writeUnknown and wrote collect the open unit's writes until its commit
+	// position comes back.
+	written      [][]byte
+	writeUnknown bool
+	wrote        bool
+	// own is the position of the session's own last write; need a buffer.
+	own  replicas.Pos
+	need replicas.Pos
+	// sessionKey is the key of the unit's writes, from /* gk:session=KEY */.
+	sessionKey []byte
+	// consistency is the user's.
+	consistency replicas.Consistency
+}
+
+// noteTables keeps the tables of the statement just classified.
+func (s *session) noteTables(r *classify.Result) {
+	if s.rs == nil {
+		return
+	}
+	s.rs.query.fill(r, s.schema)
+	s.stmt.tables = &s.rs.query
+}
+
+// route chooses where a new unit goes: a replica's pool for an autocommit read that may
+// go to one, the primary's (nil) otherwise. to is the backend a read goes to (the primary
+// when it takes reads), reason why, for gatekeeper_reads_total; empty for units that are
+// not counted (session state, transaction control, SHOW and the like).
+func (s *session) route() (pool *backend.Pool, to *replicas.Backend, reason string) {
+	rs := s.rs
+	if rs == nil || len(s.cmd.Payload) == 0 {
+		return nil, nil, "" // the login's lease
+	}
+	cmd := s.cmd.Byte()
+	st := &s.stmt
+	if (cmd != mysql.COM_QUERY && cmd != mysql.COM_STMT_EXECUTE) || !st.valid || st.tables == nil {
+		return nil, nil, ""
+	}
+	switch {
+	case st.kind == classify.Write || st.kind == classify.LockingRead || st.kind == classify.DDL:
+		return nil, nil, reasonWrite
+	case st.kind != classify.Read:
+		return nil, nil, ""
+	case st.opaque || st.multi:
+		return nil, nil, reasonUnsure
+	case s.inTxn || !s.autocommit:
+		return nil, nil, reasonTransaction
+	case st.uses != 0 || (cmd == mysql.COM_STMT_EXECUTE && opensCursorFlag(s.cmd.Payload)):
+		return nil, nil, reasonPinned
+	}
+	b, waited := s.pickReplica(st.tables)
+	switch {
+	case b == nil:
+		return nil, nil, reasonFellBack
+	case waited:
+		reason = reasonWaited
+	default:
+		reason = reasonRouted
+	}
+	if b.Primary {
+		return nil, b, reason
+	}
+	return rs.rt.pools[b.Index-1], b, reason
+}
+
+// countPinnedRead counts a read that starts a unit on the connection its session is
+// pinned to.
+func (s *session) countPinnedRead() {
+	st := &s.stmt
+	if len(s.cmd.Payload) > 0 && st.valid && st.kind == classify.Read && !s.inTxn {
+		s.rs.rt.reads.WithLabelValues(s.pl.lease.Conn().Addr(), reasonPinned).Inc()
+	}
+}
+
+// opensCursorFlag tells whether a COM_STMT_EXECUTE asks for a cursor.
+func opensCursorFlag(p []byte) bool { return len(p) > 5 && p[5] != 0 }
+
+// pickReplica returns the backend a read of tables goes to, waiting up to
+// routing.causal_wait for one to catch up; nil when none did. waited says it waited.
+func (s *session) pickReplica(t *tableSet) (b *replicas.Backend, waited bool) {
+	rs := s.rs
+	rt := rs.rt
+	mode := rs.consistency
+	if t.consistency >= 0 {
+		mode = replicas.Consistency(t.consistency)
+	}
+	cost := s.estimateCost()
+	locality := uint64(0)
+	if len(t.read) > 0 {
+		locality = classify.Hash(t.read[0])
+	}
+	var start time.Time
+	var timer *time.Timer
+	for {
+		need, known := s.needOf(mode, t)
+		if known {
+			if b = rt.router.Pick(need, mode == replicas.Eventual, cost, locality); b != nil {
+				break
+			}
+		}
+		if start.IsZero() {
+			if rt.causalWait <= 0 || !rt.router.Waitable() {
+				return nil, false
+			}
+			start = time.Now()
+			timer = time.NewTimer(rt.causalWait)
+			defer timer.Stop()
+		}
+		advanced := rt.router.Advanced()
+		poll := time.NewTimer(rt.poll) // a write without position resolves at the primary's poll
+		select {
+		case <-advanced:
+		case <-poll.C:
+		case <-timer.C:
+			poll.Stop()
+			rt.causalWaits.Observe(time.Since(start).Seconds())
+			return nil, true
+		case <-s.ctx.Done():
+			poll.Stop()
+			return nil, true
+		}
+		poll.Stop()
+	}
+	if !start.IsZero() {
+		rt.causalWaits.Observe(time.Since(start).Seconds())
+	}
+	rs.cost = cost
+	return b, !start.IsZero()
+}
+
+// needOf returns what a read of t needs a replica to have applied under mode; known is
+// false while that cannot be told yet.
+func (s *session) needOf(mode replicas.Consistency, t *tableSet) (need replicas.Pos, known bool) {
+	rs := s.rs
+	switch mode {
+	case replicas.Eventual:
+		return nil, true
+	case replicas.Session:
+		rs.need = append(rs.need[:0], rs.own...)
+		if len(t.sessionKey) > 0 {
+			rs.need = rs.rt.sessions.Need(rs.need, t.sessionKey)
+		}
+		return rs.need, true
+	}
+	rs.need, known = rs.rt.versions.Need(rs.need, t.read, t.readUnknown)
+	return rs.need, known
+}
+
+// estimateCost returns the estimated cost of the unit's type, for SELF.
+func (s *session) estimateCost() time.Duration {
+	if s.rec.costs == nil {
+		return time.Millisecond
+	}
+	cost, _, _ := s.rec.costs.ExpectMeasured(estimator.Key(s.unitKey(false)))
+	return max(cost, time.Microsecond)
+}
+
+// beforeAck runs once a response is read whole and before its end reaches the client:
+// the commit position it carries, if any, is recorded for the tables the unit wrote, so
+// that no read that arrives after the acknowledgement misses the write.
+func (s *session) beforeAck(res *protocol.Response) {
+	rs := s.rs
+	st := &s.stmt
+	if st.valid && st.tables != nil && (st.kind == classify.Write || st.kind == classify.DDL || st.opaque) {
+		rs.wrote = true
+		rs.written = appendKeys(rs.written, st.tables.written)
+		rs.writeUnknown = rs.writeUnknown || st.tables.writeUnknown || st.opaque
+		if len(st.tables.sessionKey) > 0 {
+			rs.sessionKey = append(rs.sessionKey[:0], st.tables.sessionKey...)
+		}
+	}
+	if res.Err != nil && !rs.wrote {
+		return
+	}
+	found := false
+	for rest := res.StateChanges; len(rest) > 0; {
+		sc, next, ok := protocol.NextStateChange(rest)
+		if !ok {
+			break
+		}
+		rest = next
+		if sc.Type != mysql.SESSION_TRACK_SYSTEM_VARIABLES || !bytes.EqualFold(sc.Name, lastGTID) {
+			continue
+		}
+		g, err := replicas.ParseGTID(string(sc.Value))
+		if err != nil {
+			continue
+		}
+		found = true
+		rs.rt.versions.Wrote(rs.written, rs.writeUnknown, g)
+		rs.own = rs.own.With(g)
+		if len(rs.sessionKey) > 0 {
+			rs.rt.sessions.Wrote(rs.sessionKey, g)
+		}
+	}
+	inTxn := res.HasStatus && res.Status&mysql.SERVER_STATUS_IN_TRANS != 0
+	if inTxn && !found {
+		return // the writes commit later
+	}
+	if rs.wrote && !found && (res.AffectedRows > 0 || rs.writeUnknown) {
+		// Acknowledged without a position: what the primary has after it covers it.
+		rs.rt.versions.WroteUnknown(time.Now())
+	}
+	if st.valid && st.kind == classify.DDL && res.Err == nil {
+		rs.rt.router.ReloadClosure()
+	}
+	if found || !inTxn {
+		rs.written, rs.writeUnknown, rs.wrote = rs.written[:0], false, false
+		rs.sessionKey = rs.sessionKey[:0]
+	}
+}
+
+var lastGTID = []byte("last_gtid")
+
+// appendKeys appends copies of keys to dst, reusing its buffers.
+func appendKeys(dst, keys [][]byte) [][]byte {
+	for _, k := range keys {
+		if len(dst) < cap(dst) {
+			dst = dst[:len(dst)+1]
+		} else {
+			dst = append(dst, nil)
+		}
+		i := len(dst) - 1
+		dst[i] = append(dst[i][:0], k...)
+	}
+	return dst
+}
+
+// routeDone ends the unit's read on a replica.
+func (s *session) routeDone() {
+	if rs := s.rs; rs != nil && rs.to != nil {
+		rs.to.Done(rs.cost)
+		rs.to = nil
+	}
+}
+
+// leaseFor leases a connection of pool for the new unit, the primary's when pool is nil,
+// and counts where the unit went. A replica that cannot give one is marked down (unless
+// all its connections are busy) and the unit goes to the primary.
+func (s *session) leaseFor(pool *backend.Pool, to *replicas.Backend, reason string) (*backend.Lease, error) {
+	pl := s.pl
+	primary := pl.pooling.pool
+	if pool != nil {
+		lease, err := pool.Acquire(s.ctx, &pl.want)
+		if err == nil {
+			s.startRead(to, reason)
+			return lease, nil
+		}
+		if s.ctx.Err() != nil {
+			return nil, err
+		}
+		if !errors.Is(err, backend.ErrWaitTimeout) {
+			s.rs.rt.router.MarkDown(to, err)
+		}
+		s.log.Debug("replica gave no connection; the read goes to the primary", "backend", to.Addr, "err", err)
+		to, reason = nil, reasonFellBack
+	}
+	lease, err := primary.Acquire(s.ctx, &pl.want)
+	if err == nil && reason != "" {
+		if to == nil {
+			s.rs.rt.reads.WithLabelValues(primary.Addr(), reason).Inc()
+		} else {
+			s.startRead(to, reason) // the primary, taking reads
+		}
+	}
+	return lease, err
+}
+
+// startRead counts a read sent to b.
+func (s *session) startRead(b *replicas.Backend, reason string) {
+	rs := s.rs
+	rs.rt.reads.WithLabelValues(b.Addr, reason).Inc()
+	rs.to = b
+	b.Start(rs.cost)
+}
+
+// replicaCollector exports what the router knows of each backend.
+type replicaCollector struct {
+	router                            *replicas.Router
+	up, shunned, lagTxns, lagSeconds  *prometheus.Desc
+	outstandingReads, outstandingWork *prometheus.Desc
+}
+
+func newReplicaCollector(r *replicas.Router) *replicaCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"backend"}, nil)
+	}
+	return &replicaCollector{router: r,
+		up:               d("gatekeeper_replica_up", "1 when the replica answered its last poll."),
+		shunned:          d("gatekeeper_replica_shunned", "1 when the replica takes no reads: down, or behind the primary past routing.max_lag (it rejoins at half of it)."),
+		lagTxns:          d("gatekeeper_replica_lag_transactions", "Transactions the primary has that the replica has not applied."),
+		lagSeconds:       d("gatekeeper_replica_lag_seconds", "How long ago the primary first had a transaction the replica has not applied; 0 when it has them all."),
+		outstandingReads: d("gatekeeper_backend_outstanding_reads", "Reads routed to the backend and not finished."),
+		outstandingWork:  d("gatekeeper_backend_outstanding_work_seconds", "Estimated work of the reads routed to the backend and not finished (what balance self compares)."),
+	}
+}
+
+func (c *replicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.shunned, c.lagTxns, c.lagSeconds, c.outstandingReads, c.outstandingWork} {
+		ch <- d
+	}
+}
+
+func (c *replicaCollector) Collect(ch chan<- prometheus.Metric) {
+	g := func(d *prometheus.Desc, v float64, addr string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, addr)
+	}
+	for _, b := range append([]*replicas.Backend{c.router.Primary()}, c.router.Replicas()...) {
+		work, n := b.Outstanding()
+		g(c.outstandingReads, float64(n), b.Addr)
+		g(c.outstandingWork, work.Seconds(), b.Addr)
+		if b.Primary {
+			continue
+		}
+		st := b.Status()
+		g(c.up, b2f(st.Up), b.Addr)
+		g(c.shunned, b2f(st.Shunned), b.Addr)
+		g(c.lagTxns, float64(st.LagTxns), b.Addr)
+		g(c.lagSeconds, st.LagSeconds, b.Addr)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// retriable tells whether a command that failed with err on its backend connection may
+// run again on the primary: it was an autocommit read on a replica, nothing of its answer
+// reached the client, and the whole command is at hand.
+func (s *session) retriable(err error, written uint64) bool {
+	rs := s.rs
+	return rs != nil && rs.to != nil && !rs.to.Primary && s.client.Written() == written &&
+		s.client.IOErr() == nil && s.cmd.Complete() && !errors.Is(err, protocol.ErrPacketTooLarge)
+}
+
+// retryOnPrimary runs the command again on the primary after its replica connection
+// failed (cause) before anything of the answer was relayed. The replica is marked down.
+func (s *session) retryOnPrimary(cmd byte, clientStmtID uint32, cause error) error {
+	rs, pl := s.rs, s.pl
+	to := rs.to
+	rs.rt.router.MarkDown(to, cause)
+	rs.rt.reads.WithLabelValues(pl.pooling.pool.Addr(), reasonFellBack).Inc()
+	s.log.Warn("replica connection failed before the read's answer; the read runs on the primary",
+		"backend", to.Addr, "err", cause)
+	s.routeDone()
+	s.mu.Lock()
+	lease := pl.lease
+	pl.lease = nil
+	s.mu.Unlock()
+	lease.Discard()
+	lease, err := pl.pooling.pool.Acquire(s.ctx, &pl.want)
+	if err != nil {
+		return err
+	}
+	c := lease.Conn()
+	if !pl.state.Matches(c) {
+		if err := c.Sync(s.ctx, &pl.want, pl.state, false); err != nil {
+			lease.Discard()
+			return err
+		}
+	}
+	s.mu.Lock()
+	pl.lease = lease
+	s.mu.Unlock()
+	s.backend = c.Packets()
+	s.backendAddr = c.Addr()
+	s.relay.Capabilities = c.Capabilities()
+	protocol.Pair(s.client, s.backend)
+	s.relay.Backend = s.backend
+	c.BeforeCommand()
+	if cmd == mysql.COM_STMT_EXECUTE {
+		binary.LittleEndian.PutUint32(s.cmd.Payload[1:], clientStmtID)
+		if ok, _ := s.preparePooled(cmd); !ok {
+			return errStatementGone
+		}
+	}
+	if err := s.client.ForwardCommand(&s.cmd, s.backend); err != nil {
+		return err
+	}
+	return s.relay.ForwardResponse(cmd, &s.res)
+}
+
+// errStatementGone: a prepared statement could not be prepared on the primary again; the
+// client has been told why.
+var errStatementGone = errors.New("the statement could not be prepared on the primary")
