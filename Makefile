@@ -34,13 +34,15 @@ chaos: build ## The fault-injection suite against bin/gatekeeper: kills, restart
 fuzz: ## Every fuzz target in turn for FUZZTIME each (default 1m); a failing input is kept in the target's testdata/fuzz/
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
-run: build ## Run the proxy on 127.0.0.1:6033 in front of local MariaDB servers it sets up
+run: build ## Run the proxy (pooled, reads routed to two replicas) on 127.0.0.1:6033 in front of local MariaDB servers it sets up
 	@GK_BACKENDS_DIR=$(RUN_BACKENDS_DIR) scripts/test-backends.sh up > /dev/null
 	@eval "$$(GK_BACKENDS_DIR=$(RUN_BACKENDS_DIR) scripts/test-backends.sh env)"; \
 	echo "gatekeeper: connect with: mariadb -h127.0.0.1 -P6033 -u$$GK_USER -p$$GK_PASSWORD $$GK_DATABASE"; \
 	echo "gatekeeper: metrics at http://127.0.0.1:6080/metrics; Ctrl-C stops the proxy;"; \
 	echo "gatekeeper: the MariaDB servers stay up: GK_BACKENDS_DIR=$(RUN_BACKENDS_DIR) scripts/test-backends.sh down"; \
-	GATEKEEPER_ADMISSION_ENABLED=true exec ./$(BIN) serve --primary "$$GK_PRIMARY" --replica "$$GK_REPLICA1" --replica "$$GK_REPLICA2"
+	GATEKEEPER_ADMISSION_ENABLED=true GATEKEEPER_MODE=pooled GATEKEEPER_AUTH_FROM_BACKEND=true \
+	GATEKEEPER_MONITOR_USER="$$GK_USER" GATEKEEPER_MONITOR_PASSWORD="$$GK_PASSWORD" \
+	exec ./$(BIN) serve --primary "$$GK_PRIMARY" --replica "$$GK_REPLICA1" --replica "$$GK_REPLICA2"
 
 bench-micro: ## Go micro-benchmarks of the hot paths (relay, classifier, estimator, admission)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/...

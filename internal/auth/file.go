@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,7 +41,11 @@ const (
 	keyPassword       = "password"
 	keyPasswordHash   = "password_hash"
 	keyMaxConnections = "max_connections"
+	keyConsistency    = "consistency"
 )
+
+// Consistencies are the values of an entry's consistency key.
+var Consistencies = []string{"strong", "session", "eventual"}
 
 // LoadFile reads a users file (auth.users_file):
 //
@@ -48,6 +53,7 @@ const (
 //	  - user: app
 //	    password: secret          # or password_hash: "*6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9"
 //	    max_connections: 0        # 0 = no bound
+//	    consistency: session      # reads on replicas; default routing.consistency
 //
 // The file holds secrets, so it must not be open to group or others (chmod 600). Each
 // entry needs a non-empty user and exactly one of password (clear text; "" is the empty
@@ -218,9 +224,16 @@ func (p *fileParser) entry(n *yaml.Node) (User, bool) {
 			hashKey, hashValue = key, value
 		case keyMaxConnections:
 			u.MaxConnections = p.maxConnections(key, value)
+		case keyConsistency:
+			if v, ok := p.text(key, value); ok {
+				if !slices.Contains(Consistencies, v) {
+					p.errorf(value, "consistency %q: must be one of %s", v, strings.Join(Consistencies, ", "))
+				}
+				u.Consistency = v
+			}
 		default:
-			p.errorf(key, "unknown key %q; an entry has the keys %s, %s, %s and %s",
-				key.Value, keyUser, keyPassword, keyPasswordHash, keyMaxConnections)
+			p.errorf(key, "unknown key %q; an entry has the keys %s, %s, %s, %s and %s",
+				key.Value, keyUser, keyPassword, keyPasswordHash, keyMaxConnections, keyConsistency)
 		}
 	})
 	who := "entry"

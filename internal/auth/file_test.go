@@ -33,6 +33,7 @@ users:
   - user: app
     password: secret
     max_connections: 10
+    consistency: session
   - user: reporting
     password_hash: "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7"
   - user: lower
@@ -82,6 +83,13 @@ users:
 				}
 			}
 		})
+	}
+
+	if u, _ := users.Lookup("app", netip.Addr{}); u.Consistency != "session" {
+		t.Errorf("app's consistency = %q, want session", u.Consistency)
+	}
+	if u, _ := users.Lookup("lower", netip.Addr{}); u.Consistency != "" {
+		t.Errorf("lower's consistency = %q, want none", u.Consistency)
 	}
 
 	// The hashed entry checks a native login and yields SHA1(password).
@@ -142,6 +150,8 @@ func TestLoadFileErrors(t *testing.T) {
 			3, "not a hex digit"},
 		{"empty hash", "users:\n  - user: app\n    password_hash: \"\"\n",
 			3, `must be "*" followed by 40 hex digits`},
+		{"unknown consistency", "users:\n  - user: app\n    password: x\n    consistency: causal\n",
+			4, `consistency "causal": must be one of strong, session, eventual`},
 		{"negative max_connections", "users:\n  - user: app\n    password: x\n    max_connections: -1\n",
 			4, "max_connections must be a whole number, 0 or more"},
 		{"word max_connections", "users:\n  - user: app\n    password: x\n    max_connections: many\n",

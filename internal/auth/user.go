@@ -41,6 +41,9 @@ type User struct {
 	// Host is the account's host pattern: as in mysql.user for accounts read from the
 	// backend, "%" for users-file entries.
 	Host string
+	// Consistency is the user's consistency for reads routed to replicas (strong,
+	// session, eventual); "" for routing.consistency.
+	Consistency string
 }
 
 // Methods lists the methods whose answers the account's known secret can check, best

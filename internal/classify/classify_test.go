@@ -472,3 +472,21 @@ func TestKindNames(t *testing.T) {
 		t.Error("out-of-range kind has a name")
 	}
 }
+
+func TestRoutingHints(t *testing.T) {
+	var c Classifier
+	tests := []struct{ sql, consistency, session string }{
+		{"/* gk:consistency=session gk:session=cart-7 */ SELECT 1", "session", "cart-7"},
+		{"SELECT 1 /* gk:type=x */ /* gk:consistency=eventual */", "eventual", ""},
+		{"/* gk:session=u:42 */ UPDATE t SET a = 1", "", "u:42"},
+		{"/* gk:consistency=strong */ SELECT 1 /* gk:consistency=eventual */", "strong", ""},
+		{"SELECT 1", "", ""},
+		{"SELECT '/* gk:consistency=eventual */'", "", ""},
+	}
+	for _, tt := range tests {
+		r := c.Classify([]byte(tt.sql))
+		if string(r.Consistency) != tt.consistency || string(r.SessionKey) != tt.session {
+			t.Errorf("%s: consistency %q session %q, want %q %q", tt.sql, r.Consistency, r.SessionKey, tt.consistency, tt.session)
+		}
+	}
+}

@@ -103,7 +103,8 @@ func (s *session) handshakePooled() error {
 	}
 	s.relay = protocol.Relay{Client: s.client, Capabilities: caps}
 	if rt := pooling.rt; rt != nil {
-		s.rs = &routeState{rt: rt, consistency: rt.consistency}
+		s.rs = &routeState{rt: rt}
+		s.rs.setUser(user)
 		s.relay.BeforeAck = s.beforeAck
 	}
 
@@ -247,6 +248,9 @@ func (s *session) changeUserPooled() bool {
 		return false
 	}
 	pl.leave = leave
+	if s.rs != nil {
+		s.rs.setUser(user)
+	}
 	charset := pl.want.Charset
 	if cu.Charset != 0 {
 		charset = byte(cu.Charset)

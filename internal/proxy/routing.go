@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
@@ -161,6 +162,16 @@ type routeState struct {
 	sessionKey []byte
 	// consistency is the user's.
 	consistency replicas.Consistency
+}
+
+// setUser takes the consistency of the session's user, routing.consistency where it has
+// none, and forgets the writes of the session's former user.
+func (rs *routeState) setUser(u *auth.User) {
+	rs.consistency = rs.rt.consistency
+	if c, err := replicas.ParseConsistency(u.Consistency); err == nil {
+		rs.consistency = c
+	}
+	rs.own = rs.own[:0]
 }
 
 // noteTables keeps the tables of the statement just classified.
