@@ -21,6 +21,17 @@
 // counts of waiting units, so the controller needs no hook for it. Direct runs skip the
 // controller.
 //
+// A run may have a cluster instead of the one database (ClusterConfig): a primary and
+// replicas, each a database as above. Writes run on the primary, and once it has answered
+// one every replica applies a share of it, so replicas add read capacity but not write
+// capacity. Reads go where a balance policy sends them, after Amza, Cox and Zwaenepoel's
+// conflict-aware replica scheduling (section 5): SELF, the least estimated work
+// outstanding (each request counted at its class's mean demand); LARD, a backend per request
+// type, moved off it when overloaded; SQF, the fewest requests outstanding; or round robin.
+// A per-backend limit can hold requests in front of a backend whose running estimated work
+// reaches it, as that paper's database proxies do. RunBalance compares the policies on
+// clusters of several sizes.
+//
 // A run is single-threaded and depends only on its Config, seed included. RunAll runs the
 // experiments of make sim — capacity by incremental steps, throughput against clients,
 // response time per discipline, AWAIT's aborted sessions against the blocking queue at three

@@ -9,13 +9,18 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 )
 
-// Config is one simulation run: a database, a workload and, unless direct, the admission
-// controller between them. Exactly one of Closed, Open and Sessions is set.
+// Config is one simulation run: a database (or a cluster of them), a workload and, unless
+// direct, the admission controller between them. Exactly one of Closed, Open and Sessions
+// is set.
 type Config struct {
 	// Seed makes the run: the same Config gives the same Result.
 	Seed     uint64
 	Database DatabaseConfig
-	Mix      *Mix
+	// Cluster makes Database a primary with replicas, each alike, and says how requests are
+	// routed among them; nil is the one database, that runs everything. An admitted request
+	// is routed when the controller admits it.
+	Cluster *ClusterConfig
+	Mix     *Mix
 	// Admission is the controller's policy; nil runs direct, with no admission at all.
 	// Each unit is charged its class's mean demand (the Mix's mean for the class) and
 	// released with the time it spent in the database.
@@ -83,6 +88,11 @@ func (c *Config) Validate() error {
 	if err := c.Database.Validate(); err != nil {
 		return err
 	}
+	if c.Cluster != nil {
+		if err := c.Cluster.Validate(c.Mix); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+	}
 	if c.Admission != nil {
 		if err := c.Admission.Validate(); err != nil {
 			return fmt.Errorf("sim: admission: %w", err)
@@ -115,6 +125,10 @@ type Result struct {
 	RefusedByClass     []int
 	// Throughput is completed interactions per second.
 	Throughput float64
+	// Work is the estimated work of the completed interactions (each counted at its
+	// class's mean demand), and WorkRate that work per second.
+	Work     time.Duration
+	WorkRate float64
 	// All is the response time of every completed interaction (the ones that do not reach
 	// the database count with 0); Classes per class of the Mix.
 	All     Latency
@@ -123,8 +137,10 @@ type Result struct {
 	Sessions SessionCounts
 	// Admission is the controller's state at the end (its counters cover the whole run).
 	Admission admission.Snapshot
-	// MaxRunning is the most requests the database served at once.
+	// MaxRunning is the most requests one database served at once.
 	MaxRunning int
+	// Backends is what each database did under a Cluster, the primary first; nil without.
+	Backends []BackendCounts
 	// Trace is the controller's capacity and the interactions completed, second by second
 	// from the start, when Config.Trace is set or the capacity adapts.
 	Trace []TracePoint
@@ -177,6 +193,8 @@ type request struct {
 	seq     uint64  // start order in the database, for ties
 	gen     uint64  // counts the requests issued on this struct
 	waiting bool    // waits in the controller
+	backend int     // the database it was sent to
+	apply   bool    // a replica's replication work, not an interaction
 
 	// Session state.
 	session  bool
@@ -200,11 +218,12 @@ type run struct {
 	// (open-loop arrivals and their interactions, sessions and their lengths), so that runs
 	// that differ only in policy see the same arrivals.
 	rng, arr *rand.Rand
-	db       *Database
+	cluster  *cluster
 	ctl      *admission.Controller
 	clock    *admission.ManualClock
 	clockAt  time.Duration // what clock reads, from epoch
-	cost     []time.Duration
+	// cost is each class's estimated cost: its mean demand.
+	cost []time.Duration
 	// service is each class's expected service time: the moving average (weight
 	// serviceWeight) of its requests' time in the database, as the proxy learns it.
 	service []time.Duration
@@ -240,6 +259,7 @@ func Run(cfg Config) (Result, error) {
 	}
 	if s.res.Measured > 0 {
 		s.res.Throughput = float64(s.res.Completed) / s.res.Measured.Seconds()
+		s.res.WorkRate = s.res.Work.Seconds() / s.res.Measured.Seconds()
 	}
 	if s.ctl != nil {
 		s.res.Admission = s.ctl.Snapshot()
@@ -253,19 +273,24 @@ func newRun(cfg Config) *run {
 		cfg: cfg,
 		rng: rand.New(rand.NewPCG(cfg.Seed, 1)),
 		arr: rand.New(rand.NewPCG(cfg.Seed, 2)),
-		db:  NewDatabase(cfg.Database),
+	}
+	if cfg.Cluster != nil {
+		s.cluster = newCluster(*cfg.Cluster, cfg.Database, cfg.Mix)
+		s.res.Backends = make([]BackendCounts, cfg.Cluster.Backends())
+	} else {
+		s.cluster = newCluster(ClusterConfig{}, cfg.Database, cfg.Mix)
 	}
 	classes := len(cfg.Mix.Classes())
 	s.res.Classes = make([]Latency, classes)
 	s.res.RefusedByClass = make([]int, classes)
 	s.waiting.init(classes)
+	for i := range classes {
+		s.cost = append(s.cost, cfg.Mix.Mean(i))
+	}
 	if cfg.Admission != nil {
 		s.clock = admission.NewManualClock(epoch)
 		s.ctl = admission.New(*cfg.Admission, s.clock)
-		for i := range classes {
-			s.cost = append(s.cost, cfg.Mix.Mean(i))
-			s.service = append(s.service, cfg.Mix.Mean(i))
-		}
+		s.service = append(s.service, s.cost...)
 	}
 	switch {
 	case cfg.Closed != nil:
@@ -292,16 +317,27 @@ func newRun(cfg Config) *run {
 	return s
 }
 
+// nextFinish returns the database whose next request finishes first, and when, if any
+// runs; the first database of the earliest.
+func (s *run) nextFinish() (b int, at time.Duration, busy bool) {
+	for i := range s.cluster.backends {
+		if t, ok := s.cluster.backends[i].db.Next(); ok && (!busy || t < at) {
+			b, at, busy = i, t, true
+		}
+	}
+	return b, at, busy
+}
+
 func (s *run) loop() error {
 	for {
-		tdb, busy := s.db.Next()
+		b, tdb, busy := s.nextFinish()
 		if busy && (s.events.len() == 0 || tdb <= s.events.peek()) {
 			if s.end > 0 && tdb >= s.end {
 				return nil
 			}
 			s.now = tdb
 			s.res.Events++
-			if err := s.finish(); err != nil {
+			if err := s.finish(b); err != nil {
 				return err
 			}
 			continue
@@ -326,7 +362,9 @@ func (s *run) loop() error {
 				s.collect()
 			}
 		case evSpeed:
-			s.db.SetSpeed(s.cfg.Database.Changes[e.gen].Speed, s.now)
+			for i := range s.cluster.backends {
+				s.cluster.backends[i].db.SetSpeed(s.cfg.Database.Changes[e.gen].Speed, s.now)
+			}
 		case evTick:
 			s.ctl.Tick(s.setClock())
 			s.collect()
@@ -420,17 +458,39 @@ func (s *run) send(r *request) {
 	s.collect()
 }
 
-// start sends r to the database.
+// start sends r, admitted, to the database its class and the balance policy pick, where it
+// runs now or, under the cluster's limit, waits its turn.
 func (s *run) start(r *request) {
-	r.started = s.now
 	if r.session && !r.accepted {
 		r.accepted = true
 		s.res.Sessions.Accepted++
 	}
+	b := s.cluster.route(r)
+	if s.cluster.send(b, r, s.cost[r.class]) {
+		s.serve(r)
+		return
+	}
+	if s.res.Backends != nil {
+		bc := &s.res.Backends[b]
+		bc.MaxHeld = max(bc.MaxHeld, s.cluster.held(b))
+	}
+}
+
+// serve starts r on the database it was sent to.
+func (s *run) serve(r *request) {
+	r.started = s.now
 	s.seq++
 	r.seq = s.seq
-	s.db.Start(r, r.demand, s.now)
-	s.res.MaxRunning = max(s.res.MaxRunning, s.db.Running())
+	be := &s.cluster.backends[r.backend]
+	if !r.apply {
+		be.running += s.cost[r.class]
+	}
+	be.db.Start(r, r.demand, s.now)
+	s.res.MaxRunning = max(s.res.MaxRunning, be.db.Running())
+	if s.res.Backends != nil {
+		bc := &s.res.Backends[r.backend]
+		bc.MaxRunning = max(bc.MaxRunning, be.db.Running())
+	}
 }
 
 // serviceWeight is the weight of a request's time in the database in its class's expected
@@ -439,13 +499,31 @@ const serviceWeight = 0.1
 
 var errStuck = errors.New("sim: the database owes a request it cannot finish")
 
-// finish ends the requests the database has served by now.
-func (s *run) finish() error {
-	s.done = s.db.Finish(s.now, s.done[:0])
+// finish ends the requests database b has served by now, and starts the ones they leave
+// room for under the limit.
+func (s *run) finish(b int) error {
+	c := s.cluster
+	be := &c.backends[b]
+	s.done = be.db.Finish(s.now, s.done[:0])
 	if len(s.done) == 0 {
 		return errStuck
 	}
 	for _, r := range s.done {
+		if r.apply {
+			if s.measured() && s.res.Backends != nil {
+				bc := &s.res.Backends[b]
+				bc.Applied++
+				bc.ApplyWork += time.Duration(c.cfg.ApplyShare * float64(s.cost[r.class]))
+			}
+			c.free = append(c.free, r)
+			continue
+		}
+		cost := s.cost[r.class]
+		be.running -= cost
+		c.answered(r, cost)
+		if c.writes[r.class] {
+			s.replicate(r)
+		}
 		if s.ctl != nil {
 			s.setClock()
 			busy := s.now - r.started
@@ -455,10 +533,28 @@ func (s *run) finish() error {
 		}
 		s.complete(r)
 	}
+	for {
+		r, ok := c.nextHeld(b)
+		if !ok {
+			break
+		}
+		s.serve(r)
+	}
 	if s.ctl != nil {
 		s.collect()
 	}
 	return nil
+}
+
+// replicate has every replica apply the write r the primary answered.
+func (s *run) replicate(r *request) {
+	c := s.cluster
+	if c.cfg.ApplyShare == 0 {
+		return
+	}
+	for b := 1; b < len(c.backends); b++ {
+		s.serve(c.applyJob(r, b))
+	}
 }
 
 // measured says whether an interaction ending now counts.
@@ -472,8 +568,18 @@ func (s *run) complete(r *request) {
 	if s.measured() {
 		resp, wait := (s.now - r.issued).Seconds(), (r.started - r.issued).Seconds()
 		s.res.Completed++
+		s.res.Work += s.cost[r.class]
 		s.res.All.add(resp, wait)
 		s.res.Classes[r.class].add(resp, wait)
+		if s.res.Backends != nil && r.demand > 0 {
+			bc := &s.res.Backends[r.backend]
+			if s.cluster.writes[r.class] {
+				bc.Writes++
+			} else {
+				bc.Reads++
+			}
+			bc.Work += s.cost[r.class]
+		}
 	}
 	switch {
 	case s.cfg.Closed != nil:

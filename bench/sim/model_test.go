@@ -155,7 +155,7 @@ func TestCollectOutOfOrder(t *testing.T) {
 	require.Equal(t, admission.Queued, first.ticket.State())
 	require.Equal(t, 1, s.waiting.n)
 	require.Same(t, first, s.waiting.front(0))
-	require.Equal(t, 1, s.db.Running(), "the admitted one went to the database")
+	require.Equal(t, 1, s.cluster.backends[0].db.Running(), "the admitted one went to the database")
 	require.False(t, second.waiting)
 }
 

@@ -21,7 +21,8 @@ const (
 
 var latencyLogBase = math.Log(1.02)
 
-// add records one response of resp seconds, of which wait were spent waiting for admission.
+// add records one response of resp seconds, of which wait were spent before the database:
+// waiting for admission, or in front of a database under a cluster's limit.
 func (l *Latency) add(resp, wait float64) {
 	l.N++
 	l.sum += resp
@@ -33,10 +34,20 @@ func (l *Latency) add(resp, wait float64) {
 	l.hist[i]++
 }
 
+// merge adds o's responses to l's.
+func (l *Latency) merge(o *Latency) {
+	l.N += o.N
+	l.sum += o.sum
+	l.wait += o.wait
+	for i, c := range o.hist {
+		l.hist[i] += c
+	}
+}
+
 // Mean returns the mean response time (0 when empty).
 func (l *Latency) Mean() time.Duration { return l.avg(l.sum) }
 
-// MeanWait returns the mean time spent waiting for admission.
+// MeanWait returns the mean time spent waiting for admission (or under a cluster's limit).
 func (l *Latency) MeanWait() time.Duration { return l.avg(l.wait) }
 
 // MeanExec returns the mean time spent in the database.

@@ -1,9 +1,13 @@
-// Command sim runs the admission simulator's experiments (bench/sim) and writes their charts
-// and a markdown report with tables into a directory:
+// Command sim runs the simulator's experiments (bench/sim) and writes their charts and a
+// markdown report with tables into a directory. Without a subcommand it runs the admission
+// experiments:
 //
 //	go run ./bench/cmd/sim -out bench/results/sim [-seed 1] [-quick]
 //
-// make sim runs it with the defaults.
+// make sim runs it with the defaults. The balance subcommand runs the load-balancing
+// experiment instead, reads across a primary and its replicas under each balance policy:
+//
+//	go run ./bench/cmd/sim balance -out bench/results/sim-balance [-seed 1] [-quick] [-limit 8s] ...
 package main
 
 import (
@@ -11,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,6 +36,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "balance" {
+		return runBalance(args[1:])
+	}
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	out := fs.String("out", "bench/results/sim", "directory for the charts and README.md")
 	seed := fs.Uint64("seed", 1, "seed of the simulations; the same seed gives the same results")
@@ -40,7 +48,7 @@ func run(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q; the flags are -out, -seed, -quick and -workers", fs.Args())
+		return fmt.Errorf("unexpected arguments %q; the flags are -out, -seed, -quick and -workers, or the subcommand balance first", fs.Args())
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
@@ -65,16 +73,8 @@ func run(args []string) error {
 		Elapsed:   elapsed,
 	}
 	path := filepath.Join(*out, "README.md")
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := res.WriteMarkdown(f, meta); err != nil {
-		f.Close()
+	if err := writeReport(path, func(w io.Writer) error { return res.WriteMarkdown(w, meta) }); err != nil {
 		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("report: %w", err)
 	}
 
 	h := res.Headlines()
@@ -85,6 +85,22 @@ func run(args []string) error {
 		h.MostClients, h.DirectAtMost, h.DirectPeak, h.FIFOAtMost, h.FIFOPeak)
 	fmt.Printf("sim: open loop at %d clients' rate: mean response fifo %s, sjf %s\n",
 		h.OpenAt, h.OpenFIFO.Round(time.Millisecond), h.OpenSJF.Round(time.Millisecond))
+	return nil
+}
+
+// writeReport creates the file at path and writes the report into it.
+func writeReport(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
 	return nil
 }
 
