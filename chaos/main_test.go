@@ -32,7 +32,9 @@ const (
 // env is what the suite runs against.
 var env struct {
 	// Primary is the primary's host:port; PrimaryPIDFile the file holding its process id.
-	Primary, PrimaryPIDFile  string
+	Primary, PrimaryPIDFile string
+	// Replicas are the replicas' host:port, in order.
+	Replicas                 []string
 	User, Password, Database string
 	// Gatekeeper is the binary under test.
 	Gatekeeper string
@@ -91,6 +93,7 @@ func run(m *testing.M) int {
 	env.Primary = vars["GK_PRIMARY"]
 	env.User, env.Password, env.Database = vars["GK_USER"], vars["GK_PASSWORD"], vars["GK_DATABASE"]
 	env.PrimaryPIDFile = filepath.Join(env.backendsDir, "primary.pid")
+	env.Replicas = []string{vars["GK_REPLICA1"], vars["GK_REPLICA2"]}
 
 	code := m.Run()
 	if _, err := backendsScript("down"); err != nil {

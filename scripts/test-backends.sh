@@ -187,6 +187,13 @@ setup_replica() {
 	if [ "$(sql "$name" "SELECT COUNT(*) FROM information_schema.processlist WHERE command='Slave_IO'")" -ge 1 ] 2>/dev/null; then
 		return 0
 	fi
+	if [ -n "$(sql "$name" "SHOW SLAVE STATUS")" ]; then
+		# Restarted on its datadir (after a crash, say): it goes on from the position it
+		# kept, which a fresh start from the primary's first event would conflict with.
+		log "resuming replication on $name"
+		sql "$name" "START SLAVE"
+		return 0
+	fi
 	log "starting replication on $name"
 	# Nothing has been written to the replica's own binlog: it replicates everything from
 	# the primary's first event.
