@@ -64,6 +64,10 @@ type Replicas struct {
 	// PollInterval is how often each backend's replication position is read, with
 	// monitor.user. Default 5ms.
 	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// ClosureInterval is how often the triggers, cascading foreign keys and views are
+	// read again from information_schema, for DDL that does not pass through the proxy
+	// (DDL through it has them read again at once). Default 10s.
+	ClosureInterval time.Duration `mapstructure:"closure_interval"`
 }
 
 // Routes tells whether reads go to replicas.
@@ -479,6 +483,6 @@ func Default() Config {
 			Enabled: true, Consistency: "strong", Balance: "self",
 			CausalWait: 20 * time.Millisecond, MaxLag: 5 * time.Second,
 		},
-		Replicas: Replicas{PollInterval: 5 * time.Millisecond},
+		Replicas: Replicas{PollInterval: 5 * time.Millisecond, ClosureInterval: 10 * time.Second},
 	}
 }

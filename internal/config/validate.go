@@ -354,6 +354,9 @@ func (c *Config) validateRouting(bad func(key, format string, args ...any), oneO
 	if p := c.Replicas.PollInterval; p < time.Millisecond || p > 10*time.Second {
 		bad("replicas.poll_interval", "must be between 1ms and 10s, such as 5ms")
 	}
+	if p := c.Replicas.ClosureInterval; p < 100*time.Millisecond || p > time.Hour {
+		bad("replicas.closure_interval", "must be between 100ms and 1h, such as 10s")
+	}
 	if c.Routes() && c.Monitor.User == "" {
 		bad("routing.enabled", "routing reads to replicas needs monitor.user (and monitor.password): the account that reads replication positions")
 	}

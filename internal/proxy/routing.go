@@ -64,6 +64,7 @@ func newRouting(cfg config.Config, p *pooling, tlsFor func(string, bool) (*tls.C
 			User: cfg.Monitor.User, Password: cfg.Monitor.Password,
 			Balance: balance, PrimaryReads: cfg.Routing.PrimaryReads,
 			MaxLag: cfg.Routing.MaxLag, PollInterval: cfg.Replicas.PollInterval,
+			ClosureInterval: cfg.Replicas.ClosureInterval,
 		}, versions, log),
 		sessions:    replicas.NewSessionPositions(1 << 16),
 		consistency: consistency,

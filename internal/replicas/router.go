@@ -77,6 +77,9 @@ type Config struct {
 	PrimaryReads bool
 	MaxLag       time.Duration
 	PollInterval time.Duration
+	// ClosureInterval is how often triggers, cascades and views are read again, for
+	// DDL that does not pass through the proxy.
+	ClosureInterval time.Duration
 }
 
 // Backend is a server reads may go to, with what the router knows of it.
@@ -409,8 +412,9 @@ func (r *Router) ReloadClosure() {
 	}
 }
 
-// keepClosure reads the closure at start and after every DDL, retrying every second while
-// the primary does not answer.
+// keepClosure reads the closure at start, after every DDL through the proxy, and every
+// ClosureInterval for DDL that went to the primary some other way; every second while the
+// primary does not answer.
 func (r *Router) keepClosure(ctx context.Context) {
 	db, err := openMonitor(r.cfg.Primary, r.cfg.User, r.cfg.Password, 10*time.Second)
 	if err != nil {
@@ -418,14 +422,15 @@ func (r *Router) keepClosure(ctx context.Context) {
 		return
 	}
 	defer db.Close()
-	retry := time.NewTimer(0)
-	defer retry.Stop()
+	next := time.NewTimer(0)
+	defer next.Stop()
+	var last *Closure
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.reload:
-		case <-retry.C:
+		case <-next.C:
 		}
 		gen := r.versions.Generation()
 		c, err := LoadClosure(ctx, db)
@@ -434,10 +439,17 @@ func (r *Router) keepClosure(ctx context.Context) {
 			if ctx.Err() == nil {
 				r.log.Warn("cannot read triggers, cascades and views yet: every write raises the floor", "err", err)
 			}
-			retry.Reset(time.Second)
+			next.Reset(time.Second)
+			continue
 		case !r.versions.SetClosure(gen, c):
-			retry.Reset(0) // DDL came while it was read
+			next.Reset(0) // DDL came while it was read
+			continue
 		}
+		if last != nil && !last.Equal(c) {
+			r.log.Info("triggers, cascades or views changed", "closure", c.String())
+		}
+		last = c
+		next.Reset(r.cfg.ClosureInterval)
 	}
 }
 

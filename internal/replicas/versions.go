@@ -1,7 +1,8 @@
 package replicas
 
 import (
-	"bytes"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -281,31 +282,24 @@ func reach(edges map[string][]string, from string) []string {
 	return out
 }
 
-// Describe lists the closure's relations, for logs and tests.
-func (c *Closure) Describe() string {
-	var b bytes.Buffer
+// Equal tells whether two closures say the same.
+func (c *Closure) Equal(o *Closure) bool { return c.String() == o.String() }
+
+// String lists the closure's relations in order, for logs and comparisons.
+func (c *Closure) String() string {
+	var lines []string
 	for t, also := range c.writes {
-		b.WriteString(t + " writes " + joinComma(also) + "\n")
+		lines = append(lines, t+" writes "+strings.Join(also, ","))
 	}
 	for t := range c.unknownWrites {
-		b.WriteString(t + " writes unknown tables\n")
+		lines = append(lines, t+" writes unknown tables")
 	}
 	for v, ts := range c.views {
-		b.WriteString(v + " reads " + joinComma(ts) + "\n")
+		lines = append(lines, v+" reads "+strings.Join(ts, ","))
 	}
 	for v := range c.unknownViews {
-		b.WriteString(v + " reads unknown tables\n")
+		lines = append(lines, v+" reads unknown tables")
 	}
-	return b.String()
-}
-
-func joinComma(s []string) string {
-	var b bytes.Buffer
-	for i, x := range s {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(x)
-	}
-	return b.String()
+	sort.Strings(lines)
+	return strings.Join(lines, "; ")
 }

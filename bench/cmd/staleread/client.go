@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Writes that hit a deadlock or a lock wait timeout are tried up to maxAttempts times in
+// all, after a pause of up to retryPause times the attempt.
+const (
+	maxAttempts = 5
+	retryPause  = 5 * time.Millisecond
+)
+
+// readWeights is how often each kind of read is drawn, where no own write is to be read
+// back. ownShare is the chance that a read after an acknowledged write of the connection (or
+// of its pair partner) reads that write back instead.
+var readWeights = [...]struct {
+	kind   readKind
+	weight int
+}{{kindPoint, 30}, {kindPrepared, 30}, {kindJoin, 15}, {kindAudit, 15}, {kindChild, 10}}
+
+const ownShare = 0.5
+
+// workload is what every client shares: the tables, the ledger, the versions handed out,
+// the reads left to run and the tally.
+type workload struct {
+	schema schema
+	ledger *ledger
+	tally  *tally
+	// versions is the last version handed out; each write takes the next.
+	versions atomic.Int64
+	// readsLeft is how many reads may still start; a client stops when it runs out.
+	readsLeft     atomic.Int64
+	writeFraction float64
+	txFraction    float64
+	// consistency is the comment that starts every read ("" when none).
+	consistency string
+}
+
+// takeRead reports whether another read may run, and counts it.
+func (w *workload) takeRead() bool { return w.readsLeft.Add(-1) >= 0 }
+
+// write is an acknowledged (or about to be sent) write of version to a row.
+type write struct {
+	row     row
+	version int64
+}
+
+// pair is two connections that share a session key: each writes with the key, publishes the
+// write once acknowledged, and the other reads it back with the key, on its own connection.
+type pair struct {
+	key  string
+	last [2]atomic.Pointer[write] // each side's last acknowledged write
+}
+
+// column is one version a read returns: the row it stands for in the ledger (for sr_audit
+// and sr_child, the row of sr_t0 or sr_parent that wrote it), and the row it was read from,
+// which the connection's monotonic check follows.
+type column struct{ source, read row }
+
+// probe is one read: a text query, or a prepared statement and its id argument.
+type probe struct {
+	kind     readKind
+	db       int // index into the client's read handles
+	query    string
+	prepared bool
+	id       int
+	cols     []column
+	own      int64 // the session's write the read must see; 0: none
+}
+
+// client is one connection running reads and writes in turn until the reads run out or
+// the run ends. Its fields are its own; only the workload and the pair are shared.
+type client struct {
+	w       *workload
+	writeDB *sql.DB
+	// readDBs are where reads go: writeDB itself, or the --read-dsn servers.
+	readDBs []*sql.DB
+	// stmts holds the statements prepared on each read handle, by their text.
+	stmts []map[string]*sql.Stmt
+	rng   *rand.Rand
+	// session starts every statement of a paired connection ("" when not paired); readPrefix
+	// starts every read.
+	session, readPrefix string
+	pair                *pair
+	side                int
+	// seen is the newest version this connection read of each row it read.
+	seen map[row]int64
+	// pending is its last acknowledged write not yet read back (version 0: none);
+	// partnerRead the version of the partner's last write it read back.
+	pending     write
+	partnerRead int64
+}
+
+// newClient returns a client on its write handle and read handles (nil: reads go to the
+// write handle), in pair p on side (p nil: not paired).
+func newClient(w *workload, writeDB *sql.DB, readDBs []*sql.DB, rng *rand.Rand, p *pair, side int) *client {
+	if len(readDBs) == 0 {
+		readDBs = []*sql.DB{writeDB}
+	}
+	c := &client{w: w, writeDB: writeDB, readDBs: readDBs, rng: rng, pair: p, side: side,
+		seen: map[row]int64{}, readPrefix: w.consistency}
+	for range readDBs {
+		c.stmts = append(c.stmts, map[string]*sql.Stmt{})
+	}
+	if p != nil {
+		c.session = "/* gk:session=" + p.key + " */ "
+		c.readPrefix += c.session
+	}
+	return c
+}
+
+// run does reads and writes, drawn at random, until the reads run out or ctx is done.
+func (c *client) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if c.rng.Float64() < c.w.writeFraction {
+			c.write(ctx)
+			continue
+		}
+		if !c.w.takeRead() {
+			return
+		}
+		c.read(ctx)
+	}
+}
+
+// read draws a read, takes what the ledger says each of its rows must be at least, sends
+// it and judges what came back.
+func (c *client) read(ctx context.Context) {
+	p := c.nextProbe()
+	want := make([]expectation, len(p.cols))
+	for i, col := range p.cols {
+		seen, ok := c.seen[col.read]
+		want[i] = expectation{acked: c.w.ledger.acked(col.source), own: p.own, seen: seen, haveSeen: ok}
+	}
+	got := make([]int64, len(p.cols))
+	if err := c.query(ctx, p, got); err != nil {
+		if ctx.Err() == nil {
+			c.w.tally.failed(err)
+		}
+		return
+	}
+	v, ex := c.judgeAll(p, want, got)
+	c.w.tally.read(p.kind, v, ex)
+}
+
+// judgeAll judges each version a read returned, notes the newest the connection has seen
+// of each row, and describes the first column that failed a check.
+func (c *client) judgeAll(p probe, want []expectation, got []int64) (verdict, example) {
+	var v verdict
+	ex := example{Kind: p.kind.String()}
+	for i, col := range p.cols {
+		vi := judge(got[i], want[i])
+		if vi != (verdict{}) && ex.Table == "" {
+			ex.Table, ex.ID, ex.Got = c.w.schema.name(col.read.table), col.read.id, got[i]
+			ex.Acked, ex.Own = want[i].acked, want[i].own
+			if want[i].haveSeen {
+				ex.Seen = &want[i].seen
+			}
+		}
+		v = v.or(vi)
+		if !want[i].haveSeen || got[i] > want[i].seen {
+			c.seen[col.read] = got[i]
+		}
+	}
+	return v, ex
+}
+
+// query sends p and scans its versions into got.
+func (c *client) query(ctx context.Context, p probe, got []int64) error {
+	dest := make([]any, len(got))
+	for i := range got {
+		dest[i] = &got[i]
+	}
+	if !p.prepared {
+		return c.readDBs[p.db].QueryRowContext(ctx, p.query).Scan(dest...)
+	}
+	stmt, ok := c.stmts[p.db][p.query]
+	if !ok {
+		var err error
+		if stmt, err = c.readDBs[p.db].PrepareContext(ctx, p.query); err != nil {
+			return err
+		}
+		c.stmts[p.db][p.query] = stmt
+	}
+	return stmt.QueryRowContext(ctx, p.id).Scan(dest...)
+}
+
+// nextProbe draws the next read: the connection's own last write read back, or its
+// partner's, or else a read of a random kind on a random row.
+func (c *client) nextProbe() probe {
+	if c.pending.version > 0 && c.rng.Float64() < ownShare {
+		w := c.pending
+		c.pending = write{}
+		return c.point(kindOwn, w.row, w.version)
+	}
+	if c.pair != nil && c.rng.Float64() < ownShare {
+		if w := c.pair.last[1-c.side].Load(); w != nil && w.version > c.partnerRead {
+			c.partnerRead = w.version
+			return c.point(kindSession, w.row, w.version)
+		}
+	}
+	s := c.w.schema
+	id := 1 + c.rng.IntN(s.rows)
+	switch c.drawKind() {
+	case kindPrepared:
+		r := row{c.rng.IntN(s.written()), id}
+		p := c.point(kindPrepared, r, 0)
+		p.prepared, p.id, p.query = true, r.id, c.readPrefix+"SELECT v FROM "+s.name(r.table)+" WHERE id = ?"
+		return p
+	case kindJoin:
+		a := c.rng.IntN(s.tables)
+		b := (a + 1 + c.rng.IntN(s.tables-1)) % s.tables
+		return probe{kind: kindJoin, db: c.rng.IntN(len(c.readDBs)), query: c.readPrefix +
+			"SELECT a.v, b.v FROM " + s.name(a) + " a JOIN " + s.name(b) + " b ON b.id = a.id WHERE a.id = " + strconv.Itoa(id),
+			cols: []column{{row{a, id}, row{a, id}}, {row{b, id}, row{b, id}}}}
+	case kindAudit:
+		return probe{kind: kindAudit, db: c.rng.IntN(len(c.readDBs)), query: c.readPrefix +
+			"SELECT v FROM sr_audit WHERE tbl = 0 AND id = " + strconv.Itoa(id),
+			cols: []column{{row{0, id}, row{s.audit(), id}}}}
+	case kindChild:
+		return probe{kind: kindChild, db: c.rng.IntN(len(c.readDBs)), query: c.readPrefix +
+			"SELECT v FROM sr_child WHERE id = " + strconv.Itoa(id),
+			cols: []column{{row{s.parent(), id}, row{s.child(), id}}}}
+	}
+	return c.point(kindPoint, row{c.rng.IntN(s.written()), id}, 0)
+}
+
+// point is a point select of r as a text query, held to the session's write own (0: none).
+func (c *client) point(kind readKind, r row, own int64) probe {
+	return probe{kind: kind, db: c.rng.IntN(len(c.readDBs)), own: own,
+		query: c.readPrefix + "SELECT v FROM " + c.w.schema.name(r.table) + " WHERE id = " + strconv.Itoa(r.id),
+		cols:  []column{{r, r}}}
+}
+
+// drawKind draws a kind of read by readWeights.
+func (c *client) drawKind() readKind {
+	total := 0
+	for _, rw := range readWeights {
+		total += rw.weight
+	}
+	n := c.rng.IntN(total)
+	for _, rw := range readWeights {
+		if n < rw.weight {
+			return rw.kind
+		}
+		n -= rw.weight
+	}
+	return kindPoint
+}
+
+// write sets a random row, or in a share of transactions two rows of two tables, to fresh
+// versions, and once acknowledged records them in the ledger and as the connection's (and
+// its pair's) own write to read back.
+func (c *client) write(ctx context.Context) {
+	ws := c.drawWrites()
+	err := c.apply(ctx, ws)
+	for attempt := 1; attempt < maxAttempts && err != nil && retryable(err) && ctx.Err() == nil; attempt++ {
+		c.w.tally.retried(err)
+		time.Sleep(time.Duration(c.rng.Int64N(int64(retryPause) * int64(attempt))))
+		err = c.apply(ctx, ws)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			c.w.tally.failed(err)
+		}
+		return
+	}
+	for _, w := range ws {
+		c.w.ledger.record(w.row, w.version)
+	}
+	c.pending = ws[0]
+	if c.pair != nil {
+		c.pair.last[c.side].Store(&ws[0])
+	}
+	c.w.tally.wrote(len(ws) > 1)
+}
+
+// drawWrites draws one row, or with the transaction share two rows of two tables, each
+// with a fresh version.
+func (c *client) drawWrites() []write {
+	s := c.w.schema
+	t := c.rng.IntN(s.written())
+	ws := []write{{row{t, 1 + c.rng.IntN(s.rows)}, c.w.versions.Add(1)}}
+	if c.rng.Float64() < c.w.txFraction {
+		t2 := (t + 1 + c.rng.IntN(s.written()-1)) % s.written()
+		ws = append(ws, write{row{t2, 1 + c.rng.IntN(s.rows)}, c.w.versions.Add(1)})
+	}
+	return ws
+}
+
+// apply sends the writes: one autocommit UPDATE, or BEGIN, the UPDATEs and COMMIT. A
+// failed transaction is rolled back. Each UPDATE keeps the greater of the row's version and
+// its own, so that a row never goes back when two writes of it commit out of the order
+// their versions were handed out in.
+func (c *client) apply(ctx context.Context, ws []write) error {
+	if len(ws) == 1 {
+		return c.exec(ctx, c.update(ws[0]))
+	}
+	stmts := []string{c.session + "BEGIN"}
+	for _, w := range ws {
+		stmts = append(stmts, c.update(w))
+	}
+	stmts = append(stmts, c.session+"COMMIT")
+	for _, stmt := range stmts {
+		if err := c.exec(ctx, stmt); err != nil {
+			c.rollback(ctx)
+			return err
+		}
+	}
+	return nil
+}
+
+// rollbackTimeout bounds the ROLLBACK after a failed transaction.
+const rollbackTimeout = 5 * time.Second
+
+// rollback ends what is left of a failed transaction, even when ctx is done; if that fails
+// too, the connection is broken and the next statement gets a new one.
+func (c *client) rollback(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	_ = c.exec(ctx, c.session+"ROLLBACK") // the transaction's own error is the one reported
+}
+
+// update is the UPDATE of one write.
+func (c *client) update(w write) string {
+	v := strconv.FormatInt(w.version, 10)
+	return c.session + "UPDATE " + c.w.schema.name(w.row.table) + " SET v = GREATEST(v, " + v + ") WHERE id = " + strconv.Itoa(w.row.id)
+}
+
+// exec sends a statement as a text query (no arguments: the driver does not prepare it).
+func (c *client) exec(ctx context.Context, stmt string) error {
+	_, err := c.writeDB.ExecContext(ctx, stmt)
+	return err
+}
