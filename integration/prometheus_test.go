@@ -186,6 +186,14 @@ type scrapedProxy struct {
 
 // startScraped runs the gatekeeper binary with admission on, a policer for the type "slow",
 // the monitor and extra configuration, and waits until it is ready.
+// replicasOf gives the pooled proxy the test replicas, so that its reads are routed.
+func replicasOf(name string) string {
+	if name != "pooled" {
+		return ""
+	}
+	return fmt.Sprintf("  replicas: [%q, %q]\n", env.Replica1, env.Replica2)
+}
+
 func startScraped(t *testing.T, dir, name, extra string) *scrapedProxy {
 	t.Helper()
 	bin := gatekeeperBinary(t)
@@ -196,7 +204,7 @@ admin:
   listen: %s
 backends:
   primary: %s
-admission:
+%sadmission:
   enabled: true
   capacity: 30ms
   queue_timeout: 300ms
@@ -211,7 +219,7 @@ admission:
 monitor:
   user: %s
   password: %s
-%s`, p.addr, p.admin, env.Primary, env.User, env.Password, extra))
+%s`, p.addr, p.admin, env.Primary, replicasOf(name), env.User, env.Password, extra))
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--config", cfg)
 	log := &lockedBuffer{}
