@@ -10,14 +10,19 @@
 #   bench/overhead.sh [--targets LIST] [--workloads LIST] [--threads LIST] [--rounds N]
 #                     [--time SECONDS] [--warmup SECONDS] [--tables N] [--table-size N]
 #                     [--db-cpus CPUS] [--proxy-cpus CPUS] [--sysbench-cpus CPUS]
-#                     [--proxy-threads N] [--no-pin] [--ps-mode MODE] [--bundle DIR]
-#                     [--out DIR]
+#                     [--proxy-threads N] [--no-pin] [--ps-mode MODE] [--skip-trx]
+#                     [--bundle DIR] [--out DIR]
 #
 # Targets (comma or space separated; default all): direct, gatekeeper (passthrough),
 # gatekeeper-admission (admission on with capacity auto, as make run starts it; sysbench's
 # statements cost so little that nothing queues, and what is measured is the bookkeeping),
-# gatekeeper-pooled (pools.max_open the largest thread count); gatekeeper and
-# gatekeeper-pooled run with admission off,
+# gatekeeper-pooled (pools.max_open the largest thread count), gatekeeper-routed (the same,
+# routing autocommit reads to the two replicas of GK_REPLICA1 and GK_REPLICA2, which
+# scripts/test-backends.sh starts; --skip-trx makes oltp_read_only's reads autocommit, so
+# that they can go there), gatekeeper-baseline (pooled mode as gatekeeper-pooled, run from
+# the binary GATEKEEPER_BASELINE: another build, say the commit before a change, in the same
+# run); gatekeeper, gatekeeper-pooled, gatekeeper-routed and gatekeeper-baseline run with
+# admission off,
 # haproxy (mode tcp, Debian's package, installed with apt-get when missing and apt works),
 # proxysql (ProxySQL 2.7.1 from ../shared/tools/devbench/proxysql-2.7.1.tgz, or PROXYSQL_TGZ,
 # or a binary given as PROXYSQL=/path with its libraries in PROXYSQL_LIB or beside it in
@@ -55,13 +60,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_TARGETS="direct gatekeeper gatekeeper-admission gatekeeper-pooled haproxy proxysql"
+ALL_TARGETS="direct gatekeeper gatekeeper-admission gatekeeper-pooled gatekeeper-routed gatekeeper-baseline haproxy proxysql"
 TARGETS=$ALL_TARGETS WORKLOADS="oltp_point_select oltp_read_only oltp_read_write" THREADS="1 16 64"
 ROUNDS=3 TIME=10 WARMUP=3 TABLES='' TABLE_SIZE='' OUT=bench/results/overhead BUNDLE='' PIN=auto
-DB_CPUS='' PROXY_CPUS='' SB_CPUS='' PROXY_THREADS='' PS_MODE=auto
+DB_CPUS='' PROXY_CPUS='' SB_CPUS='' PROXY_THREADS='' PS_MODE=auto SKIP_TRX=off
 # The command as run, for the report: the overriding environment and the arguments, quoted.
 ARGS=''
-for v in GK_PRIMARY MARIADBD MARIADB SYSBENCH HAPROXY GATEKEEPER PROXYSQL PROXYSQL_LIB PROXYSQL_TGZ; do
+for v in GK_PRIMARY MARIADBD MARIADB SYSBENCH HAPROXY GATEKEEPER GATEKEEPER_BASELINE PROXYSQL PROXYSQL_LIB PROXYSQL_TGZ; do
 	[ -n "${!v:-}" ] && ARGS+="$v=$(printf '%q' "${!v}") "
 done
 ARGS+="bench/overhead.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
@@ -73,6 +78,7 @@ fail() { echo "bench/overhead.sh: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-pin) PIN=no; shift; continue ;;
+	--skip-trx) SKIP_TRX=on; shift; continue ;;
 	-h | --help) usage ;;
 	esac
 	[ $# -ge 2 ] || usage
@@ -105,7 +111,9 @@ for t in ${TARGETS//,/ }; do
 	passthrough) wanted="$wanted gatekeeper" ;;
 	admission) wanted="$wanted gatekeeper-admission" ;;
 	pooled) wanted="$wanted gatekeeper-pooled" ;;
-	direct | gatekeeper | gatekeeper-admission | gatekeeper-pooled | haproxy | proxysql) wanted="$wanted $t" ;;
+	routed) wanted="$wanted gatekeeper-routed" ;;
+	baseline) wanted="$wanted gatekeeper-baseline" ;;
+	direct | gatekeeper | gatekeeper-admission | gatekeeper-pooled | gatekeeper-routed | gatekeeper-baseline | haproxy | proxysql) wanted="$wanted $t" ;;
 	*) fail "unknown target '$t'; the targets are: $ALL_TARGETS" ;;
 	esac
 done
@@ -174,7 +182,7 @@ if wants haproxy && ! "${LIBS[@]}" "$HAPROXY" -v >/dev/null 2>&1; then
 	"${LIBS[@]}" "$HAPROXY" -v >/dev/null 2>&1 ||
 		fail "HAProxy ($HAPROXY) does not run and could not be installed: apt-get install haproxy, give HAPROXY=/path, or leave it out with --targets"
 fi
-if wants gatekeeper || wants gatekeeper-admission || wants gatekeeper-pooled; then
+if wants gatekeeper || wants gatekeeper-admission || wants gatekeeper-pooled || wants gatekeeper-routed || wants gatekeeper-baseline; then
 	if [ -z "${GATEKEEPER:-}" ]; then
 		make -s build || fail "make build failed; fix the build or give GATEKEEPER=/path"
 		GATEKEEPER=bin/gatekeeper
@@ -229,17 +237,35 @@ start() {
 	echo "bench/overhead.sh: $name on port ${PORT_OF[$name]}, pid $!" >&2
 }
 start_gatekeeper() { # start_gatekeeper NAME [VAR=VALUE...]
-	local name=$1
+	local name=$1 bin=$GATEKEEPER
 	shift
+	[ "$name" = gatekeeper-baseline ] && bin=$GATEKEEPER_BASELINE
 	PORT_OF[$name]=$(free_port)
-	start "$name" "$WORK/$name.log" env GOMAXPROCS="$PROXY_THREADS" "$@" "$GATEKEEPER" serve \
+	start "$name" "$WORK/$name.log" env GOMAXPROCS="$PROXY_THREADS" "$@" "$bin" serve \
 		--primary "$GK_PRIMARY" --listen 127.0.0.1:"${PORT_OF[$name]}" --admin-listen ""
 }
 wants gatekeeper && start_gatekeeper gatekeeper GATEKEEPER_MODE=passthrough GATEKEEPER_ADMISSION_ENABLED=false
 wants gatekeeper-admission && start_gatekeeper gatekeeper-admission GATEKEEPER_MODE=passthrough \
 	GATEKEEPER_ADMISSION_ENABLED=true GATEKEEPER_ADMISSION_CAPACITY=auto
-if wants gatekeeper-pooled; then
+if wants gatekeeper-baseline; then
+	[ -n "${GATEKEEPER_BASELINE:-}" ] && "$GATEKEEPER_BASELINE" version >/dev/null 2>&1 ||
+		fail "gatekeeper-baseline runs the binary GATEKEEPER_BASELINE=/path, which is not set or does not run"
+fi
+if wants gatekeeper-pooled || wants gatekeeper-routed || wants gatekeeper-baseline; then
 	(umask 077 && printf 'users:\n  - user: %s\n    password: %s\n' "$GK_USER" "$GK_PASSWORD" >"$WORK/users.yaml")
+fi
+if wants gatekeeper-routed; then
+	[ -n "${GK_REPLICA1:-}" ] && [ -n "${GK_REPLICA2:-}" ] ||
+		fail "gatekeeper-routed needs the replicas of GK_REPLICA1 and GK_REPLICA2 (scripts/test-backends.sh up gives them); leave it out with --targets"
+	start_gatekeeper gatekeeper-routed GATEKEEPER_MODE=pooled GATEKEEPER_ADMISSION_ENABLED=false GATEKEEPER_AUTH_USERS_FILE="$WORK/users.yaml" \
+		GATEKEEPER_POOLS_MAX_OPEN="$MAX_THREADS" GATEKEEPER_POOLS_MAX_IDLE="$MAX_THREADS" \
+		GATEKEEPER_BACKENDS_REPLICAS="$GK_REPLICA1,$GK_REPLICA2" GATEKEEPER_MONITOR_USER="$GK_USER" GATEKEEPER_MONITOR_PASSWORD="$GK_PASSWORD"
+fi
+if wants gatekeeper-baseline; then
+	start_gatekeeper gatekeeper-baseline GATEKEEPER_MODE=pooled GATEKEEPER_ADMISSION_ENABLED=false GATEKEEPER_AUTH_USERS_FILE="$WORK/users.yaml" \
+		GATEKEEPER_POOLS_MAX_OPEN="$MAX_THREADS" GATEKEEPER_POOLS_MAX_IDLE="$MAX_THREADS"
+fi
+if wants gatekeeper-pooled; then
 	start_gatekeeper gatekeeper-pooled GATEKEEPER_MODE=pooled GATEKEEPER_ADMISSION_ENABLED=false GATEKEEPER_AUTH_USERS_FILE="$WORK/users.yaml" \
 		GATEKEEPER_POOLS_MAX_OPEN="$MAX_THREADS" GATEKEEPER_POOLS_MAX_IDLE="$MAX_THREADS"
 fi
@@ -312,7 +338,7 @@ sb() { # sb WORKLOAD PORT THREADS SECONDS prepare|run|cleanup
 	"${ON_SB[@]}" "${LIBS[@]}" "$SYSBENCH" "$SB_SCRIPTS$1${SB_SCRIPTS:+.lua}" --db-driver=mysql --mysql-host=127.0.0.1 \
 		--mysql-port="$2" --mysql-user="$GK_USER" --mysql-password="$GK_PASSWORD" --mysql-db=sbtest \
 		--tables="$TABLES" --table-size="$TABLE_SIZE" --threads="$3" --time="$4" --percentile=95 \
-		--report-interval=0 --db-ps-mode="$PS_MODE" "$5"
+		--report-interval=0 --db-ps-mode="$PS_MODE" --skip-trx="$SKIP_TRX" "$5"
 }
 
 # Processor time of a proxy in clock ticks, from /proc/PID/stat: user plus system of the
@@ -350,6 +376,13 @@ measure() {
 echo "bench/overhead.sh: preparing $TABLES tables of $TABLE_SIZE rows; $SPLIT" >&2
 sb oltp_read_write "$PRIMARY_PORT" 4 0 cleanup >/dev/null 2>&1 || true
 sb oltp_read_write "$PRIMARY_PORT" "$TABLES" 0 prepare >"$WORK/prepare.log" 2>&1 || { tail -n 20 "$WORK/prepare.log" >&2; fail "sysbench prepare failed"; }
+if wants gatekeeper-routed; then # the tables went to the primary behind the proxy's back
+	pos=$("${LIBS[@]}" "$MARIADB" --no-defaults -h127.0.0.1 -P"$PRIMARY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -N -e 'SELECT @@gtid_binlog_pos')
+	for r in "$GK_REPLICA1" "$GK_REPLICA2"; do
+		got=$("${LIBS[@]}" "$MARIADB" --no-defaults -h"${r%:*}" -P"${r##*:}" -u"$GK_USER" -p"$GK_PASSWORD" -N -e "SELECT MASTER_GTID_WAIT('$pos', 120)")
+		[ "$got" = 0 ] || fail "replica $r did not apply the prepared tables within 120 s"
+	done
+fi
 
 mkdir -p "$OUT"
 CSV=$OUT/results.csv
@@ -497,12 +530,14 @@ report() {
 	echo
 	echo "Command: \`$ARGS\`"
 	echo
-	echo "sysbench ${WORKLOADS// /, } at ${THREADS// /, } threads, $TABLES tables of $TABLE_SIZE rows, --db-ps-mode=$PS_MODE;"
+	echo "sysbench ${WORKLOADS// /, } at ${THREADS// /, } threads, $TABLES tables of $TABLE_SIZE rows, --db-ps-mode=$PS_MODE, --skip-trx=$SKIP_TRX;"
 	echo "rounds: $ROUNDS of ${TIME}s per target and cell after a ${WARMUP}s warm-up of each, the targets taking"
 	echo "turns in reverse order every other round. Targets: direct is the database itself;"
 	echo "gatekeeper is its passthrough mode (a backend connection per client) with admission off;"
 	echo "gatekeeper-admission is the same with admission on, capacity auto;"
 	echo "gatekeeper-pooled is pooled mode with pools.max_open $MAX_THREADS, admission off;"
+	wants gatekeeper-baseline && echo "gatekeeper-baseline is pooled mode as gatekeeper-pooled, from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}');"
+	wants gatekeeper-routed && echo "gatekeeper-routed is the same routing autocommit reads to two replicas (strong consistency);"
 	echo "haproxy is mode tcp with nbthread $PROXY_THREADS; proxysql runs threads=$PROXY_THREADS with no query"
 	echo "rules and monitoring off. Every run is in [results.csv](results.csv)."
 	echo

@@ -179,15 +179,26 @@ func (g *gatekeeper) kill() {
 // queue returns the admission queue as GET /api/v1/queue shows it.
 func (g *gatekeeper) queue() (admin.QueueResponse, error) {
 	var q admin.QueueResponse
-	resp, err := http.Get("http://" + g.AdminAddr + "/api/v1/queue")
+	return q, g.getJSON("/api/v1/queue", &q)
+}
+
+// backends returns the proxy's view of its backends, as GET /api/v1/backends shows it.
+func (g *gatekeeper) backends() (admin.BackendsResponse, error) {
+	var b admin.BackendsResponse
+	return b, g.getJSON("/api/v1/backends", &b)
+}
+
+// getJSON decodes the answer of the admin API at path into v.
+func (g *gatekeeper) getJSON(path string, v any) error {
+	resp, err := http.Get("http://" + g.AdminAddr + path)
 	if err != nil {
-		return q, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return q, fmt.Errorf("GET /api/v1/queue: %s", resp.Status)
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
-	return q, json.NewDecoder(resp.Body).Decode(&q)
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // rss returns the resident memory of the running proxy.

@@ -1,8 +1,8 @@
 package chaos
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,20 +19,6 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/procstat"
 )
-
-// backends returns the proxy's view of its backends.
-func (g *gatekeeper) backends() (admin.BackendsResponse, error) {
-	var b admin.BackendsResponse
-	resp, err := http.Get("http://" + g.AdminAddr + "/api/v1/backends")
-	if err != nil {
-		return b, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return b, fmt.Errorf("GET /api/v1/backends: %s", resp.Status)
-	}
-	return b, json.NewDecoder(resp.Body).Decode(&b)
-}
 
 // replica returns what the proxy knows of the replica at addr, or nil.
 func (g *gatekeeper) replica(addr string) *admin.BackendInfo {
@@ -55,17 +41,12 @@ func (g *gatekeeper) readsBy() (map[string]float64, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var sb strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(sb.String(), "\n") {
+	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, "gatekeeper_reads_total{") {
 			continue
 		}
