@@ -69,7 +69,7 @@ func TestCollectAndReport(t *testing.T) {
 	for _, s := range []string{
 		"| slowloris (pooled) | **slowloris client.** Both modes;",
 		`| SELECT 1 \| median 80 ms | **FAIL** |`,
-		"| replica killed | **a replica killed.** Replica reads",
+		"| replica killed | **a replica killed.** Pooled mode routing reads",
 		"- `TestAdmissionAbuse`: a fresh client's SELECT 1 took 80ms",
 		"Command: `make chaos` (2026-11-25 19:00 UTC; the suite took 1m35s)",
 		"Machine: 2 CPUs",
