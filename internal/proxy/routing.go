@@ -32,20 +32,35 @@ type routing struct {
 	causalWait  time.Duration
 	poll        time.Duration
 
-	reads       *prometheus.CounterVec
+	// reads counts units by backend (the router's Index) and reason.
+	reads       [][numReasons]prometheus.Counter
 	causalWaits prometheus.Histogram
 }
 
-// Reasons a unit went where it went, the reason label of gatekeeper_reads_total.
+// readReason is why a unit went where it went, the reason label of gatekeeper_reads_total.
+type readReason uint8
+
 const (
-	reasonRouted      = "routed"
-	reasonWaited      = "waited"
-	reasonFellBack    = "fell_back_to_primary"
-	reasonTransaction = "in_transaction"
-	reasonPinned      = "pinned"
-	reasonWrite       = "write"
-	reasonUnsure      = "unsure"
+	// reasonNone: the unit is not counted (session state, transaction control, SHOW).
+	reasonNone readReason = iota
+	reasonRouted
+	reasonWaited
+	reasonFellBack
+	reasonTransaction
+	reasonPinned
+	reasonWrite
+	reasonUnsure
+	numReasons
 )
+
+var reasonNames = [numReasons]string{"", "routed", "waited", "fell_back_to_primary", "in_transaction", "pinned", "write", "unsure"}
+
+// count counts a unit sent to b for reason.
+func (rt *routing) count(b *replicas.Backend, reason readReason) {
+	if reason != reasonNone {
+		rt.reads[b.Index][reason].Inc()
+	}
+}
 
 func newRouting(cfg config.Config, p *pooling, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) (*routing, error) {
 	consistency, err := replicas.ParseConsistency(cfg.Routing.Consistency)
@@ -74,7 +89,7 @@ func newRouting(cfg config.Config, p *pooling, tlsFor func(string, bool) (*tls.C
 	for _, addr := range cfg.Backends.Replicas {
 		rt.pools = append(rt.pools, p.newPool(addr, cfg, tlsFor, log))
 	}
-	rt.reads = prometheus.NewCounterVec(prometheus.CounterOpts{
+	reads := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gatekeeper_reads_total",
 		Help: "Units by the backend they went to and why: routed (to a replica at once), waited (to a replica after waiting for it to catch up), fell_back_to_primary (no replica caught up in routing.causal_wait), in_transaction, pinned (session state, a cursor), write, unsure (statements the classifier is unsure of).",
 	}, []string{"backend", "reason"})
@@ -83,7 +98,14 @@ func newRouting(cfg config.Config, p *pooling, tlsFor func(string, bool) (*tls.C
 		Help:    "Time reads waited for a replica to apply the writes they need, whether one did or the read went to the primary.",
 		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1},
 	})
-	reg.MustRegister(rt.reads, rt.causalWaits, newReplicaCollector(rt.router))
+	for _, b := range append([]*replicas.Backend{rt.router.Primary()}, rt.router.Replicas()...) {
+		var c [numReasons]prometheus.Counter
+		for r := reasonRouted; r < numReasons; r++ {
+			c[r] = reads.WithLabelValues(b.Addr, reasonNames[r])
+		}
+		rt.reads = append(rt.reads, c)
+	}
+	reg.MustRegister(reads, rt.causalWaits, newReplicaCollector(rt.router))
 	return rt, nil
 }
 
@@ -188,21 +210,21 @@ func (s *session) noteTables(r *classify.Result) {
 // go to one, the primary's (nil) otherwise. to is the backend a read goes to (the primary
 // when it takes reads), reason why, for gatekeeper_reads_total; empty for units that are
 // not counted (session state, transaction control, SHOW and the like).
-func (s *session) route() (pool *backend.Pool, to *replicas.Backend, reason string) {
+func (s *session) route() (pool *backend.Pool, to *replicas.Backend, reason readReason) {
 	rs := s.rs
 	if rs == nil || len(s.cmd.Payload) == 0 {
-		return nil, nil, "" // the login's lease
+		return nil, nil, reasonNone // the login's lease
 	}
 	cmd := s.cmd.Byte()
 	st := &s.stmt
 	if (cmd != mysql.COM_QUERY && cmd != mysql.COM_STMT_EXECUTE) || !st.valid || st.tables == nil {
-		return nil, nil, ""
+		return nil, nil, reasonNone
 	}
 	switch {
 	case st.kind == classify.Write || st.kind == classify.LockingRead || st.kind == classify.DDL:
 		return nil, nil, reasonWrite
 	case st.kind != classify.Read:
-		return nil, nil, ""
+		return nil, nil, reasonNone
 	case st.opaque || st.multi:
 		return nil, nil, reasonUnsure
 	case s.inTxn || !s.autocommit:
@@ -230,7 +252,7 @@ func (s *session) route() (pool *backend.Pool, to *replicas.Backend, reason stri
 func (s *session) countPinnedRead() {
 	st := &s.stmt
 	if len(s.cmd.Payload) > 0 && st.valid && st.kind == classify.Read && !s.inTxn {
-		s.rs.rt.reads.WithLabelValues(s.pl.lease.Conn().Addr(), reasonPinned).Inc()
+		s.rs.rt.count(s.rs.rt.router.Primary(), reasonPinned)
 	}
 }
 
@@ -399,7 +421,7 @@ func (s *session) routeDone() {
 // leaseFor leases a connection of pool for the new unit, the primary's when pool is nil,
 // and counts where the unit went. A replica that cannot give one is marked down (unless
 // all its connections are busy) and the unit goes to the primary.
-func (s *session) leaseFor(pool *backend.Pool, to *replicas.Backend, reason string) (*backend.Lease, error) {
+func (s *session) leaseFor(pool *backend.Pool, to *replicas.Backend, reason readReason) (*backend.Lease, error) {
 	pl := s.pl
 	primary := pl.pooling.pool
 	if pool != nil {
@@ -418,9 +440,9 @@ func (s *session) leaseFor(pool *backend.Pool, to *replicas.Backend, reason stri
 		to, reason = nil, reasonFellBack
 	}
 	lease, err := primary.Acquire(s.ctx, &pl.want)
-	if err == nil && reason != "" {
+	if err == nil && s.rs != nil {
 		if to == nil {
-			s.rs.rt.reads.WithLabelValues(primary.Addr(), reason).Inc()
+			s.rs.rt.count(s.rs.rt.router.Primary(), reason)
 		} else {
 			s.startRead(to, reason) // the primary, taking reads
 		}
@@ -429,9 +451,9 @@ func (s *session) leaseFor(pool *backend.Pool, to *replicas.Backend, reason stri
 }
 
 // startRead counts a read sent to b.
-func (s *session) startRead(b *replicas.Backend, reason string) {
+func (s *session) startRead(b *replicas.Backend, reason readReason) {
 	rs := s.rs
-	rs.rt.reads.WithLabelValues(b.Addr, reason).Inc()
+	rs.rt.count(b, reason)
 	rs.to = b
 	b.Start(rs.cost)
 }
@@ -504,7 +526,7 @@ func (s *session) retryOnPrimary(cmd byte, clientStmtID uint32, cause error) err
 	rs, pl := s.rs, s.pl
 	to := rs.to
 	rs.rt.router.MarkDown(to, cause)
-	rs.rt.reads.WithLabelValues(pl.pooling.pool.Addr(), reasonFellBack).Inc()
+	rs.rt.count(rs.rt.router.Primary(), reasonFellBack)
 	s.log.Warn("replica connection failed before the read's answer; the read runs on the primary",
 		"backend", to.Addr, "err", cause)
 	s.routeDone()
