@@ -208,8 +208,8 @@ func (s *session) noteTables(r *classify.Result) {
 
 // route chooses where a new unit goes: a replica's pool for an autocommit read that may
 // go to one, the primary's (nil) otherwise. to is the backend a read goes to (the primary
-// when it takes reads), reason why, for gatekeeper_reads_total; empty for units that are
-// not counted (session state, transaction control, SHOW and the like).
+// when it takes reads), reason why, for gatekeeper_reads_total; reasonNone for units that
+// are not counted (session state, transaction control, SHOW and the like).
 func (s *session) route() (pool *backend.Pool, to *replicas.Backend, reason readReason) {
 	rs := s.rs
 	if rs == nil || len(s.cmd.Payload) == 0 {
