@@ -283,21 +283,26 @@ func (r *Router) signal() {
 	r.mu.Unlock()
 }
 
-// Run polls every backend until ctx ends.
+// Run polls every backend, and reads the closure, until ctx ends.
 func (r *Router) Run(ctx context.Context) error {
+	var monitors []*monitor
+	for _, b := range append([]*Backend{r.primary}, r.replicas...) {
+		m, err := newMonitor(r, b)
+		if err != nil {
+			for _, m := range monitors {
+				m.db.Close()
+			}
+			return err
+		}
+		monitors = append(monitors, m)
+	}
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(1 + len(monitors))
 	go func() {
 		defer wg.Done()
 		r.keepClosure(ctx)
 	}()
-	all := append([]*Backend{r.primary}, r.replicas...)
-	for _, b := range all {
-		m, err := newMonitor(r, b)
-		if err != nil {
-			return err
-		}
-		wg.Add(1)
+	for _, m := range monitors {
 		go func() {
 			defer wg.Done()
 			m.run(ctx)
