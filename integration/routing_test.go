@@ -68,7 +68,7 @@ func waitRoutable(t *testing.T, p *testProxy) {
 }
 
 // Strong consistency: a read on one connection sees the write another connection had
-// acknowledged, through a trigger, a cascade and a view too, while one replica's applier
+// acknowledged, through a trigger, a cascade, a view and a stored function too, while one replica's applier
 // is stopped; and reads still go to the replicas.
 func TestRoutingReadsSeeAcknowledgedWrites(t *testing.T) {
 	direct := openDB(t, env.Primary, "")
@@ -76,6 +76,7 @@ func TestRoutingReadsSeeAcknowledgedWrites(t *testing.T) {
 	tbl := tableName(t)
 	for _, q := range []string{
 		"DROP VIEW IF EXISTS " + tbl + "_v",
+		"DROP FUNCTION IF EXISTS " + tbl + "_fn",
 		"DROP TABLE IF EXISTS " + tbl + "_child, " + tbl + "_audit, " + tbl + ", " + tbl + "_parent",
 		"CREATE TABLE " + tbl + " (id INT PRIMARY KEY, v INT NOT NULL)",
 		"CREATE TABLE " + tbl + "_audit (id INT PRIMARY KEY, v INT NOT NULL)",
@@ -83,6 +84,7 @@ func TestRoutingReadsSeeAcknowledgedWrites(t *testing.T) {
 		"CREATE TABLE " + tbl + "_parent (id INT PRIMARY KEY, v INT NOT NULL, UNIQUE KEY (v))",
 		"CREATE TABLE " + tbl + "_child (id INT PRIMARY KEY, pv INT, FOREIGN KEY (pv) REFERENCES " + tbl + "_parent (v) ON UPDATE CASCADE)",
 		"CREATE VIEW " + tbl + "_v AS SELECT id, v FROM " + tbl,
+		"CREATE FUNCTION " + tbl + "_fn(i INT) RETURNS INT READS SQL DATA RETURN (SELECT v FROM " + tbl + " WHERE id = i)",
 		"INSERT INTO " + tbl + " VALUES (1, 0)",
 		"INSERT INTO " + tbl + "_parent VALUES (1, 0)",
 		"INSERT INTO " + tbl + "_child VALUES (1, 0)",
@@ -106,6 +108,7 @@ func TestRoutingReadsSeeAcknowledgedWrites(t *testing.T) {
 		"view":    "SELECT v FROM " + tbl + "_v WHERE id = 1",
 		"trigger": "SELECT v FROM " + tbl + "_audit WHERE id = 1",
 		"cascade": "SELECT pv FROM " + tbl + "_child WHERE id = 1",
+		"function": "SELECT " + tbl + "_fn(1)",
 	}
 	stmt, err := reader.Prepare(reads["table"])
 	require.NoError(t, err)

@@ -88,6 +88,10 @@ type Result struct {
 	// MultiStatement tells that the text holds more than one statement; such a text is
 	// always Unsure.
 	MultiStatement bool
+	// CallsFunction tells that the text calls a function the classifier does not know (a
+	// stored function, or a built-in one it has no name for), whose reads and writes it
+	// cannot see, or that the digest was cut before its end.
+	CallsFunction bool
 	// Uses is what the statements of the text do with state that lives in the connection,
 	// beyond what session tracking reports. A statement that does not run what it names
 	// (EXPLAIN without ANALYZE, CREATE VIEW, CREATE PROCEDURE and the like) uses nothing.
@@ -147,8 +151,9 @@ type emitted struct {
 	kind tokKind
 	// value: an operand (identifier, literal, variable, closing parenthesis).
 	value bool
-	// fnWord: a word a "(" may follow directly.
-	fnWord bool
+	// fnWord: a word a "(" may follow directly; ident: a name that is not a keyword (a
+	// "(" after it calls a stored function).
+	fnWord, ident bool
 	// sign: a - or + that may be the sign of a number.
 	sign bool
 	// from is where the token's leading space starts; pos is where the token starts.
@@ -410,6 +415,9 @@ func (c *Classifier) emit(t token) {
 	if c.full {
 		return
 	}
+	if t.kind == tLParen && c.last.ident {
+		c.res.CallsFunction = true
+	}
 	src := c.lex.src
 	var text []byte
 	var word string
@@ -430,14 +438,14 @@ func (c *Classifier) emit(t token) {
 			e.value = t.flags&reserved == 0 || word == "NULL" || word == "TRUE" || word == "FALSE"
 		} else {
 			text = src[t.start:t.end]
-			e.fnWord, e.value = true, true
+			e.fnWord, e.value, e.ident = true, true, true
 		}
 	case tQuoted:
 		text = src[t.start:t.end]
 		if inner := unquote(text); plainIdent(inner) {
 			text = inner
 		}
-		e.fnWord, e.value = true, true
+		e.fnWord, e.value, e.ident = true, true, true
 	case tUserVar, tSysVar:
 		text = src[t.start:t.end]
 		e.value = true
@@ -463,6 +471,7 @@ func (c *Classifier) emit(t token) {
 	}
 	if len(c.digest)+n > MaxDigest {
 		c.full = true
+		c.res.CallsFunction = true // what the rest calls is not known
 		return
 	}
 	e.from = len(c.digest)
@@ -1117,7 +1126,7 @@ func (c *Classifier) tableRef(mode tableMode, alias bool) {
 		return // a table function such as JSON_TABLE(...)
 	}
 	tbl := c.tableName()
-	c.last.fnWord = false // a column list after a table name is not a call: t (a, b)
+	c.last.fnWord, c.last.ident = false, false // a column list after a table name is not a call: t (a, b)
 	i := c.addTable(mode, tbl)
 	if !alias {
 		return

@@ -490,3 +490,24 @@ func TestRoutingHints(t *testing.T) {
 		}
 	}
 }
+
+func TestCallsFunction(t *testing.T) {
+	var c Classifier
+	tests := []struct {
+		sql   string
+		calls bool
+	}{
+		{"SELECT f(x) FROM t", true},
+		{"SELECT shop.price_of(id) FROM items", true},
+		{"SELECT `f` (1)", true},
+		{"SELECT COUNT(*), CONCAT(a, b) FROM t WHERE id IN (1, 2)", false},
+		{"INSERT INTO t (a, b) VALUES (1, 2)", false},
+		{"SELECT a FROM t JOIN u USING (id) FORCE INDEX (i)", false},
+		{"SELECT * FROM (SELECT 1) d WHERE (a) = 1", false},
+	}
+	for _, tt := range tests {
+		if r := c.Classify([]byte(tt.sql)); r.CallsFunction != tt.calls {
+			t.Errorf("%s: CallsFunction %v, want %v", tt.sql, r.CallsFunction, tt.calls)
+		}
+	}
+}

@@ -122,7 +122,8 @@ type tableSet struct {
 func (t *tableSet) fill(r *classify.Result, schema string) {
 	t.read = keysOf(t.read[:0], r.Read, schema)
 	t.written = keysOf(t.written[:0], r.Written, schema)
-	t.readUnknown = r.Unsure || r.UnknownTables || r.MultiStatement
+	// A function the classifier does not know may read or write any table.
+	t.readUnknown = r.Unsure || r.UnknownTables || r.MultiStatement || r.CallsFunction
 	t.writeUnknown = t.readUnknown || r.Kind == classify.DDL
 	t.consistency = -1
 	if r.Consistency != nil {
