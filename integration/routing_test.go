@@ -104,10 +104,10 @@ func TestRoutingReadsSeeAcknowledgedWrites(t *testing.T) {
 		}
 	}()
 	reads := map[string]string{
-		"table":   "SELECT v FROM " + tbl + " WHERE id = 1",
-		"view":    "SELECT v FROM " + tbl + "_v WHERE id = 1",
-		"trigger": "SELECT v FROM " + tbl + "_audit WHERE id = 1",
-		"cascade": "SELECT pv FROM " + tbl + "_child WHERE id = 1",
+		"table":    "SELECT v FROM " + tbl + " WHERE id = 1",
+		"view":     "SELECT v FROM " + tbl + "_v WHERE id = 1",
+		"trigger":  "SELECT v FROM " + tbl + "_audit WHERE id = 1",
+		"cascade":  "SELECT pv FROM " + tbl + "_child WHERE id = 1",
 		"function": "SELECT " + tbl + "_fn(1)",
 	}
 	stmt, err := reader.Prepare(reads["table"])
