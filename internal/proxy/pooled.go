@@ -19,6 +19,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 )
 
 // pooling is what pooled mode adds to the server: the pool of connections to the primary,
@@ -237,10 +238,20 @@ type pooledState struct {
 
 // acquirePooled leases a connection for a new unit and brings it to the session's state.
 func (s *session) acquirePooled() (*protocol.Conn, error) {
+	if s.pl.lease == nil {
+		return s.acquireFrom(s.route())
+	}
+	return s.acquireFrom(nil, nil, reasonNone)
+}
+
+// acquireFrom leases, unless the session holds one, a connection of pool (the primary's
+// when nil) for a unit that goes to backend to for reason, and brings it to the session's
+// state.
+func (s *session) acquireFrom(pool *backend.Pool, to *replicas.Backend, reason readReason) (*protocol.Conn, error) {
 	pl := s.pl
 	if pl.lease == nil {
 		pl.want.State = pl.state
-		lease, err := s.leaseFor(s.route())
+		lease, err := s.leaseFor(pool, to, reason)
 		if err != nil {
 			return nil, err
 		}
@@ -524,7 +535,7 @@ func (s *session) applyRecords(records []byte, withSchema bool) (explained, chan
 		switch sc.Type {
 		case mysql.SESSION_TRACK_SYSTEM_VARIABLES:
 			explained = true
-			if bytes.EqualFold(sc.Name, []byte("last_gtid")) {
+			if bytes.EqualFold(sc.Name, lastGTID) {
 				continue // the commit position of the last write, not a setting
 			}
 			name := strings.ToLower(string(sc.Name))

@@ -24,7 +24,6 @@ import (
 // writes of named sessions, and the metrics of the choices made.
 type routing struct {
 	router   *replicas.Router
-	versions *replicas.Versions
 	sessions *replicas.SessionPositions
 	// pools are the replicas' pools, in the router's order.
 	pools       []*backend.Pool
@@ -71,16 +70,14 @@ func newRouting(cfg config.Config, p *pooling, tlsFor func(string, bool) (*tls.C
 	if err != nil {
 		return nil, err
 	}
-	versions := replicas.NewVersions()
 	rt := &routing{
-		versions: versions,
 		router: replicas.NewRouter(replicas.Config{
 			Primary: cfg.Backends.Primary, Replicas: cfg.Backends.Replicas,
 			User: cfg.Monitor.User, Password: cfg.Monitor.Password,
 			Balance: balance, PrimaryReads: cfg.Routing.PrimaryReads,
 			MaxLag: cfg.Routing.MaxLag, PollInterval: cfg.Replicas.PollInterval,
 			ClosureInterval: cfg.Replicas.ClosureInterval,
-		}, versions, log),
+		}, replicas.NewVersions(), log),
 		sessions:    replicas.NewSessionPositions(1 << 16),
 		consistency: consistency,
 		causalWait:  cfg.Routing.CausalWait,
@@ -141,15 +138,19 @@ func keysOf(dst [][]byte, tables []classify.Table, schema string) [][]byte {
 		if len(s) == 0 {
 			s = []byte(schema)
 		}
-		if len(dst) < cap(dst) {
-			dst = dst[:len(dst)+1]
-		} else {
-			dst = append(dst, nil)
-		}
+		dst = grow(dst)
 		i := len(dst) - 1
 		dst[i] = replicas.TableKey(dst[i][:0], s, tb.Name)
 	}
 	return dst
+}
+
+// grow extends dst by one buffer, reusing the one past its end when there is one.
+func grow(dst [][]byte) [][]byte {
+	if len(dst) < cap(dst) {
+		return dst[:len(dst)+1]
+	}
+	return append(dst, nil)
 }
 
 // clone returns a copy of t that owns its buffers, for a prepared statement.
@@ -327,7 +328,7 @@ func (s *session) needOf(mode replicas.Consistency, t *tableSet) (need replicas.
 		}
 		return rs.need, true
 	}
-	rs.need, known = rs.rt.versions.Need(rs.need, t.read, t.readUnknown)
+	rs.need, known = rs.rt.router.Versions().Need(rs.need, t.read, t.readUnknown)
 	return rs.need, known
 }
 
@@ -372,7 +373,7 @@ func (s *session) beforeAck(res *protocol.Response) {
 			continue
 		}
 		found = true
-		rs.rt.versions.Wrote(rs.written, rs.writeUnknown, g)
+		rs.rt.router.Versions().Wrote(rs.written, rs.writeUnknown, g)
 		rs.own = rs.own.With(g)
 		if len(rs.sessionKey) > 0 {
 			rs.rt.sessions.Wrote(rs.sessionKey, g)
@@ -384,15 +385,13 @@ func (s *session) beforeAck(res *protocol.Response) {
 	}
 	if rs.wrote && !found && (res.AffectedRows > 0 || rs.writeUnknown) {
 		// Acknowledged without a position: what the primary has after it covers it.
-		rs.rt.versions.WroteUnknown(time.Now())
+		rs.rt.router.Versions().WroteUnknown(time.Now())
 	}
 	if st.valid && st.kind == classify.DDL && res.Err == nil {
 		rs.rt.router.ReloadClosure()
 	}
-	if found || !inTxn {
-		rs.written, rs.writeUnknown, rs.wrote = rs.written[:0], false, false
-		rs.sessionKey = rs.sessionKey[:0]
-	}
+	rs.written, rs.writeUnknown, rs.wrote = rs.written[:0], false, false
+	rs.sessionKey = rs.sessionKey[:0]
 }
 
 var lastGTID = []byte("last_gtid")
@@ -400,11 +399,7 @@ var lastGTID = []byte("last_gtid")
 // appendKeys appends copies of keys to dst, reusing its buffers.
 func appendKeys(dst, keys [][]byte) [][]byte {
 	for _, k := range keys {
-		if len(dst) < cap(dst) {
-			dst = dst[:len(dst)+1]
-		} else {
-			dst = append(dst, nil)
-		}
+		dst = grow(dst)
 		i := len(dst) - 1
 		dst[i] = append(dst[i][:0], k...)
 	}
@@ -527,7 +522,6 @@ func (s *session) retryOnPrimary(cmd byte, clientStmtID uint32, cause error) err
 	rs, pl := s.rs, s.pl
 	to := rs.to
 	rs.rt.router.MarkDown(to, cause)
-	rs.rt.count(rs.rt.router.Primary(), reasonFellBack)
 	s.log.Warn("replica connection failed before the read's answer; the read runs on the primary",
 		"backend", to.Addr, "err", cause)
 	s.routeDone()
@@ -536,26 +530,13 @@ func (s *session) retryOnPrimary(cmd byte, clientStmtID uint32, cause error) err
 	pl.lease = nil
 	s.mu.Unlock()
 	lease.Discard()
-	lease, err := pl.pooling.pool.Acquire(s.ctx, &pl.want)
+	b, err := s.acquireFrom(nil, nil, reasonFellBack)
 	if err != nil {
 		return err
 	}
-	c := lease.Conn()
-	if !pl.state.Matches(c) {
-		if err := c.Sync(s.ctx, &pl.want, pl.state, false); err != nil {
-			lease.Discard()
-			return err
-		}
-	}
-	s.mu.Lock()
-	pl.lease = lease
-	s.mu.Unlock()
-	s.backend = c.Packets()
-	s.backendAddr = c.Addr()
-	s.relay.Capabilities = c.Capabilities()
-	protocol.Pair(s.client, s.backend)
-	s.relay.Backend = s.backend
-	c.BeforeCommand()
+	s.backend = b
+	protocol.Pair(s.client, b)
+	s.relay.Backend = b
 	if cmd == mysql.COM_STMT_EXECUTE {
 		binary.LittleEndian.PutUint32(s.cmd.Payload[1:], clientStmtID)
 		if ok, _ := s.preparePooled(cmd); !ok {
