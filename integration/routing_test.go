@@ -260,3 +260,98 @@ func TestRoutingSurvivesAReplicaDeath(t *testing.T) {
 	assert.Greater(t, after, before, "reads went to the replica again")
 	assert.Greater(t, readsTo(t, p, env.Primary, "fell_back_to_primary"), 0.0)
 }
+
+// Each backend has its own admission capacity: reads stuck on a replica (a table locked
+// there) fill only that replica's capacity, and writes to the primary go on; the reads
+// waiting for the replica's capacity run once it drains.
+func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
+	direct := openDB(t, env.Primary, "")
+	defer direct.Close()
+	stuck, other := tableName(t)+"_r", tableName(t)+"_w"
+	for _, tb := range []string{stuck, other} {
+		mustExec(t, direct, "DROP TABLE IF EXISTS "+tb)
+		mustExec(t, direct, "CREATE TABLE "+tb+" (id INT PRIMARY KEY AUTO_INCREMENT, v INT)")
+	}
+	mustExec(t, direct, "INSERT INTO "+stuck+" (v) VALUES (1)")
+	p := routedProxy(t, []string{env.Replica1}, func(c *config.Config) {
+		c.Routing.Consistency = "eventual"
+		c.Admission.Enabled = true
+		c.Admission.Capacity = config.Capacity(time.Hour)
+		c.Admission.MaxConcurrency = 2
+		c.Admission.QueueTimeout = 10 * time.Second
+	})
+	waitRoutable(t, p)
+	waitFor(t, 10*time.Second, "the replica to have the tables", func() bool {
+		return p.Router().Replicas()[0].Status().LagTxns == 0
+	})
+	ctls := p.BackendAdmission()
+	require.Len(t, ctls, 2)
+	// Measured once, the read's type is not a probe that others of its type wait for.
+	warm := oneConn(t, p.Addr)
+	require.NoError(t, warm.QueryRow("SELECT COUNT(*) FROM "+stuck).Scan(new(int)))
+	warm.Close()
+
+	// Hold the table on the replica: reads of it there wait for the lock.
+	replica := openDB(t, env.Replica1, "")
+	defer replica.Close()
+	locker, err := replica.Conn(t.Context())
+	require.NoError(t, err)
+	defer locker.Close()
+	_, err = locker.ExecContext(t.Context(), "LOCK TABLES "+stuck+" WRITE")
+	require.NoError(t, err)
+	locked := true
+	defer func() {
+		if locked {
+			_, _ = locker.ExecContext(t.Context(), "UNLOCK TABLES")
+		}
+	}()
+
+	const readers = 3
+	errs := make(chan error, readers)
+	for range readers {
+		go func() {
+			db := oneConn(t, p.Addr)
+			defer db.Close()
+			var n int
+			errs <- db.QueryRow("SELECT COUNT(*) FROM " + stuck).Scan(&n)
+		}()
+	}
+	waitFor(t, 5*time.Second, "two reads running and one waiting for capacity", func() bool {
+		running, queued := 0, 0
+		for _, c := range ctls {
+			s := c.Snapshot()
+			running, queued = running+s.Running, queued+s.Queued
+		}
+		return running == 2 && queued == 1
+	})
+
+	// The primary's capacity is its own: writes go through at once.
+	writer := oneConn(t, p.Addr)
+	defer writer.Close()
+	for i := range 5 {
+		start := time.Now()
+		mustExec(t, writer, fmt.Sprintf("INSERT INTO %s (v) VALUES (%d)", other, i))
+		assert.Less(t, time.Since(start), 2*time.Second, "a write waited behind the replica's reads")
+	}
+	assert.Equal(t, 0, ctls[0].Snapshot().Queued, "nothing waits for the primary")
+	s := ctls[1].Snapshot()
+	assert.Equal(t, [2]int{2, 1}, [2]int{s.Running, s.Queued}, "the replica's reads run and wait at the replica")
+	assert.Equal(t, 1.0, metricValue(t, p, "gatekeeper_backend_admission_queue_length", map[string]string{"backend": env.Replica1}))
+
+	_, err = locker.ExecContext(t.Context(), "UNLOCK TABLES")
+	require.NoError(t, err)
+	locked = false
+	for range readers {
+		select {
+		case err := <-errs:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a read on the replica never ended")
+		}
+	}
+	assert.Equal(t, float64(readers+1), readsTo(t, p, env.Replica1, "routed"))
+	waitFor(t, 5*time.Second, "the replica's capacity free again", func() bool {
+		s := ctls[1].Snapshot()
+		return s.Running == 0 && s.Queued == 0
+	})
+}

@@ -33,6 +33,7 @@ func (s sessionsSource) Backends() admin.BackendsResponse {
 		return r
 	}
 	router := s.srv.Router()
+	ctls := s.srv.BackendAdmission()
 	for i, p := range pools {
 		st := p.Stats()
 		info := admin.BackendInfo{
@@ -53,6 +54,11 @@ func (s sessionsSource) Backends() admin.BackendsResponse {
 					Error: rs.Err, Checked: rs.Checked}
 			}
 			_, info.OutstandingReads = b.Outstanding()
+			if i < len(ctls) {
+				a := ctls[i].Snapshot()
+				info.Admission = &admin.BackendAdmission{CapacityMS: ms(a.Capacity), LoadMS: ms(a.Load),
+					Running: a.Running, Queued: a.Queued}
+			}
 		}
 		r.Backends = append(r.Backends, info)
 	}

@@ -213,6 +213,17 @@ type BackendInfo struct {
 	// replica, what its monitor last saw.
 	OutstandingReads int64    `json:"outstanding_reads"`
 	Replica          *Replica `json:"replica,omitempty"`
+	// Admission is the backend's own admission capacity and load, with read routing.
+	Admission *BackendAdmission `json:"admission,omitempty"`
+}
+
+// BackendAdmission is one backend's admission: its capacity, the expected cost of the
+// units running on it, and the units running and waiting for its capacity.
+type BackendAdmission struct {
+	CapacityMS float64 `json:"capacity_ms"`
+	LoadMS     float64 `json:"load_ms"`
+	Running    int     `json:"running"`
+	Queued     int     `json:"queued"`
 }
 
 // Replica is what the monitor of a replica last saw.

@@ -16,6 +16,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 )
 
 // Error code of a unit the proxy refuses or gives up waiting for: ER_LOCK_WAIT_TIMEOUT,
@@ -73,7 +74,13 @@ type admissionSettings struct {
 // unit, the rate policers, the application sessions admitted before, and the watch that
 // notices a client gone while its unit waits.
 type admitter struct {
-	ctl      *admission.Controller
+	// ctl admits the units that go to the primary: every unit, unless reads are routed.
+	ctl *admission.Controller
+	// replicas admit the reads routed to each replica, in the router's order: each
+	// backend has a capacity of its own (the load limit per backend of conflict-aware
+	// scheduling), so that a slow replica holds back only the reads sent to it, and
+	// with capacity: auto each tracks its own database's knee.
+	replicas []*admission.Controller
 	settings atomic.Pointer[admissionSettings]
 	policers atomic.Pointer[admission.Policers]
 	tags     tagSet
@@ -97,8 +104,41 @@ func newAdmitter(a config.Admission) (*admitter, error) {
 	return adm, nil
 }
 
-// Admission returns the admission controller, for the admin API and metrics.
+// replicaConfig is the policy of a replica's controller: admission's, without the
+// session gate, which counts the units of sessions once, at the primary's controller.
+func replicaConfig(a config.Admission) admission.Config {
+	cfg := AdmissionConfig(a)
+	cfg.Sessions = admission.SessionConfig{}
+	return cfg
+}
+
+// addReplicas gives each of n replicas a controller of its own.
+func (a *admitter) addReplicas(n int, cfg config.Admission) {
+	for range n {
+		a.replicas = append(a.replicas, admission.New(replicaConfig(cfg), nil))
+	}
+}
+
+// all returns every controller, the primary's first.
+func (a *admitter) all() []*admission.Controller {
+	return append([]*admission.Controller{a.ctl}, a.replicas...)
+}
+
+// forBackend returns the controller that admits units going to b (nil: the primary).
+func (a *admitter) forBackend(b *replicas.Backend) *admission.Controller {
+	if b == nil || b.Primary || b.Index > len(a.replicas) {
+		return a.ctl
+	}
+	return a.replicas[b.Index-1]
+}
+
+// Admission returns the admission controller of the primary, for the admin API and
+// metrics.
 func (s *Server) Admission() *admission.Controller { return s.adm.ctl }
+
+// BackendAdmission returns the controller of each backend, the primary's first, in the
+// order of Pools; only the primary's when reads are not routed.
+func (s *Server) BackendAdmission() []*admission.Controller { return s.adm.all() }
 
 // ReloadAdmission applies new admission settings; waiting units keep their place. The
 // policers start again from their configured rates.
@@ -110,6 +150,9 @@ func (s *Server) ReloadAdmission(a config.Admission) error {
 	s.adm.policers.Store(ps)
 	s.accept.Store(newAcceptPolicer(a.Accept, time.Now()))
 	s.adm.ctl.Configure(AdmissionConfig(a))
+	for _, c := range s.adm.replicas {
+		c.Configure(replicaConfig(a))
+	}
 	s.adm.settings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.Sessions.Key == config.SessionKeyTag,
 		policerInterval: a.PolicerInterval})
 	return nil
@@ -121,17 +164,24 @@ func (s *Server) tickAdmission(stop <-chan struct{}) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	lastAdapt := time.Now()
-	logged := s.adm.ctl.Snapshot().Capacity // the adaptive capacity as last logged
+	ctls := s.adm.all()
+	names := s.backendNames()
+	logged := make([]time.Duration, len(ctls)) // the adaptive capacities as last logged
+	for i, c := range ctls {
+		logged[i] = c.Snapshot().Capacity
+	}
 	for {
 		select {
 		case <-stop:
 			return
 		case now := <-t.C:
-			s.adm.ctl.Tick(now)
-			if snap := s.adm.ctl.Snapshot(); snap.Auto.Enabled && (snap.Capacity >= 2*logged || 2*snap.Capacity <= logged) {
-				s.log.Info("admission capacity moved", "from", logged, "to", snap.Capacity,
-					"decision", snap.Auto.Last.String(), "slowdown", snap.Auto.Slowdown)
-				logged = snap.Capacity
+			for i, c := range ctls {
+				c.Tick(now)
+				if snap := c.Snapshot(); snap.Auto.Enabled && (snap.Capacity >= 2*logged[i] || 2*snap.Capacity <= logged[i]) {
+					s.log.Info("admission capacity moved", "backend", names[i], "from", logged[i], "to", snap.Capacity,
+						"decision", snap.Auto.Last.String(), "slowdown", snap.Auto.Slowdown)
+					logged[i] = snap.Capacity
+				}
 			}
 			if now.Sub(lastAdapt) >= s.adm.settings.Load().policerInterval {
 				s.adaptPolicers(now)
@@ -171,29 +221,39 @@ func (s *session) admit() (admitted, keep bool) {
 	}
 	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted(),
 		Holding: s.pl != nil && s.pl.lease != nil}
+	ctl := s.adm.ctl
+	if s.rs != nil && !req.Holding {
+		ctl = s.planRoute()
+	}
+	s.admittedBy = ctl
 	if s.rec.costs != nil {
 		var measured bool
 		req.Cost, req.Service, measured = s.rec.costs.ExpectMeasured(estimator.Key(key))
 		req.Unmeasured = !measured // admission charges an unknown type by its own rule
 	}
 	start := time.Now()
-	state, err := s.adm.ctl.Arrive(&s.ticket, req)
+	state, err := ctl.Arrive(&s.ticket, req)
 	if err == nil && state != admission.Admitted {
 		if !s.watched { // a client that hangs up ends its session's context
 			s.watched = true
 			s.watchToken = s.adm.watch.watch(s.client.NetConn(), s.cancel)
 		}
-		err = s.adm.ctl.Wait(s.ctx, &s.ticket)
+		err = ctl.Wait(s.ctx, &s.ticket)
 	}
 	waited := time.Since(start)
 	m.admissionWait.Observe(waited.Seconds())
 	if err != nil {
 		m.refused(err)
+		where := "the database"
+		if rs := s.rs; rs != nil && rs.to != nil && !rs.to.Primary {
+			where = "replica " + rs.to.Addr
+		}
+		s.routeDone()
 		if errors.Is(err, admission.ErrCanceled) {
 			s.log.Debug("client went away while its unit waited for admission", "waited", waited)
 			return false, false
 		}
-		s.sendError(s.admissionError(err, waited))
+		s.sendError(s.admissionError(err, waited, where))
 		return false, s.client.IOErr() == nil
 	}
 	s.unit.admitted = true
@@ -219,7 +279,7 @@ func (s *session) accepted() bool {
 // releaseUnit gives back the charge of an admitted unit.
 func (s *session) releaseUnit() {
 	if s.unit.admitted {
-		s.adm.ctl.Release(&s.ticket, s.unit.busy)
+		s.admittedBy.Release(&s.ticket, s.unit.busy)
 		s.unit.admitted = false
 	}
 }
@@ -250,14 +310,16 @@ func (s *session) unitKey(txn bool) uint64 {
 	return st.hash
 }
 
-func (s *session) admissionError(err error, waited time.Duration) *clientError {
-	cfg := s.adm.ctl.Snapshot()
+// admissionError tells the client why its unit was refused; where names the backend
+// whose capacity it waited for.
+func (s *session) admissionError(err error, waited time.Duration, where string) *clientError {
+	cfg := s.admittedBy.Snapshot()
 	e := &clientError{code: codeLockWaitTimeout, state: stateGeneral, err: err}
 	switch {
 	case errors.Is(err, admission.ErrTimeout):
-		e.msg = fmt.Sprintf("gatekeeper: queue timeout: waited %d ms for admission while the database was at capacity "+
+		e.msg = fmt.Sprintf("gatekeeper: queue timeout: waited %d ms for admission while %s was at capacity "+
 			"(admission.queue_timeout); retry later, or raise admission.capacity or admission.queue_timeout",
-			waited.Milliseconds())
+			waited.Milliseconds(), where)
 	case errors.Is(err, admission.ErrQueueFull):
 		e.msg = fmt.Sprintf("gatekeeper: queue full: %d units already wait for admission (admission.max_queue); "+
 			"the database is overloaded, retry later", cfg.Queued)

@@ -134,3 +134,35 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descPolUnits, prometheus.CounterValue, float64(p.Refused), p.Name, "refused")
 	}
 }
+
+// backendAdmissionCollector exports each backend's controller when reads are routed.
+type backendAdmissionCollector struct {
+	ctls  []*admission.Controller
+	names []string
+}
+
+var (
+	descBackendCapacity = prometheus.NewDesc("gatekeeper_backend_admission_capacity_seconds", "With read routing: the backend's own capacity (the primary's is gatekeeper_admission_capacity_seconds).", []string{"backend"}, nil)
+	descBackendLoad     = prometheus.NewDesc("gatekeeper_backend_admission_load_seconds", "With read routing: expected cost of the units running on the backend.", []string{"backend"}, nil)
+	descBackendRunning  = prometheus.NewDesc("gatekeeper_backend_admission_running", "With read routing: admitted units running on the backend.", []string{"backend"}, nil)
+	descBackendQueued   = prometheus.NewDesc("gatekeeper_backend_admission_queue_length", "With read routing: units waiting for the backend's capacity.", []string{"backend"}, nil)
+)
+
+func (c *backendAdmissionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBackendCapacity, descBackendLoad, descBackendRunning, descBackendQueued} {
+		ch <- d
+	}
+}
+
+func (c *backendAdmissionCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, ctl := range c.ctls {
+		s := ctl.Snapshot()
+		g := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, c.names[i])
+		}
+		g(descBackendCapacity, s.Capacity.Seconds())
+		g(descBackendLoad, s.Load.Seconds())
+		g(descBackendRunning, float64(s.Running))
+		g(descBackendQueued, float64(s.Queued))
+	}
+}

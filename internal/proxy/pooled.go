@@ -238,10 +238,15 @@ type pooledState struct {
 
 // acquirePooled leases a connection for a new unit and brings it to the session's state.
 func (s *session) acquirePooled() (*protocol.Conn, error) {
-	if s.pl.lease == nil {
-		return s.acquireFrom(s.route())
+	switch {
+	case s.pl.lease != nil:
+		return s.acquireFrom(nil, nil, reasonNone)
+	case s.rs != nil && s.rs.plan.set: // routed before admission
+		p := s.rs.plan
+		s.rs.plan = routePlan{}
+		return s.acquireFrom(p.pool, p.to, p.reason)
 	}
-	return s.acquireFrom(nil, nil, reasonNone)
+	return s.acquireFrom(s.route())
 }
 
 // acquireFrom leases, unless the session holds one, a connection of pool (the primary's
@@ -253,6 +258,7 @@ func (s *session) acquireFrom(pool *backend.Pool, to *replicas.Backend, reason r
 		pl.want.State = pl.state
 		lease, err := s.leaseFor(pool, to, reason)
 		if err != nil {
+			s.routeDone()
 			return nil, err
 		}
 		c := lease.Conn()
@@ -260,6 +266,7 @@ func (s *session) acquireFrom(pool *backend.Pool, to *replicas.Backend, reason r
 		if !pl.state.Matches(c) || needLID {
 			if err := c.Sync(s.ctx, &pl.want, pl.state, needLID); err != nil {
 				lease.Discard()
+				s.routeDone()
 				return nil, err
 			}
 			pl.pooling.syncs.Inc()

@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
@@ -187,6 +188,17 @@ type routeState struct {
 	sessionKey []byte
 	// consistency is the user's.
 	consistency replicas.Consistency
+	// plan is where the unit being admitted goes, chosen before admission so that it
+	// waits for the capacity of that backend.
+	plan routePlan
+}
+
+// routePlan is route's choice for a unit, made before its lease.
+type routePlan struct {
+	set    bool
+	pool   *backend.Pool
+	to     *replicas.Backend
+	reason readReason
 }
 
 // setUser takes the consistency of the session's user, routing.consistency where it has
@@ -247,6 +259,21 @@ func (s *session) route() (pool *backend.Pool, to *replicas.Backend, reason read
 		return nil, b, reason
 	}
 	return rs.rt.pools[b.Index-1], b, reason
+}
+
+// planRoute chooses where the new unit goes before it is admitted, and returns the
+// controller that admits it: the replica's its read goes to, else the primary's. A read
+// counts as outstanding on its replica from now, so that balancing sees the reads waiting
+// for a replica's capacity as well as those running there.
+func (s *session) planRoute() *admission.Controller {
+	rs := s.rs
+	pool, to, reason := s.route()
+	rs.plan = routePlan{set: true, pool: pool, to: to, reason: reason}
+	if to != nil {
+		rs.to = to
+		to.Start(rs.cost)
+	}
+	return s.adm.forBackend(to)
 }
 
 // countPinnedRead counts a read that starts a unit on the connection its session is
@@ -406,9 +433,15 @@ func appendKeys(dst, keys [][]byte) [][]byte {
 	return dst
 }
 
-// routeDone ends the unit's read on a replica.
+// routeDone ends the unit's read on a replica, and forgets where a unit that was not
+// admitted would have gone.
 func (s *session) routeDone() {
-	if rs := s.rs; rs != nil && rs.to != nil {
+	rs := s.rs
+	if rs == nil {
+		return
+	}
+	rs.plan = routePlan{}
+	if rs.to != nil {
 		rs.to.Done(rs.cost)
 		rs.to = nil
 	}
@@ -433,6 +466,7 @@ func (s *session) leaseFor(pool *backend.Pool, to *replicas.Backend, reason read
 			s.rs.rt.router.MarkDown(to, err)
 		}
 		s.log.Debug("replica gave no connection; the read goes to the primary", "backend", to.Addr, "err", err)
+		s.routeDone()
 		to, reason = nil, reasonFellBack
 	}
 	lease, err := primary.Acquire(s.ctx, &pl.want)
@@ -446,12 +480,14 @@ func (s *session) leaseFor(pool *backend.Pool, to *replicas.Backend, reason read
 	return lease, err
 }
 
-// startRead counts a read sent to b.
+// startRead counts a read sent to b, outstanding there unless planRoute counted it.
 func (s *session) startRead(b *replicas.Backend, reason readReason) {
 	rs := s.rs
 	rs.rt.count(b, reason)
-	rs.to = b
-	b.Start(rs.cost)
+	if rs.to != b {
+		rs.to = b
+		b.Start(rs.cost)
+	}
 }
 
 // replicaCollector exports what the router knows of each backend.

@@ -99,6 +99,10 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		if s.pooling, err = newPooling(cfg, s.gate.backendTLS.forBackend, log, reg); err != nil {
 			return nil, err
 		}
+		if s.pooling.rt != nil {
+			s.adm.addReplicas(len(cfg.Backends.Replicas), cfg.Admission)
+			reg.MustRegister(&backendAdmissionCollector{ctls: s.adm.all(), names: s.backendNames()})
+		}
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gatekeeper_backend_client_sessions_per_connection",
 			Help: "Client connections open per pooled backend connection open: how many clients each database connection serves.",

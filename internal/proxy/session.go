@@ -156,6 +156,9 @@ type session struct {
 	// the connection has been admitted before (an accepted session).
 	ticket      admission.Ticket
 	wasAdmitted bool
+	// admittedBy is the controller that admitted the open unit: the primary's, or with
+	// read routing the replica's its read goes to.
+	admittedBy *admission.Controller
 	// clientAddr is the client's IP, for the policers.
 	clientAddr netip.Addr
 

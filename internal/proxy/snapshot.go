@@ -105,5 +105,15 @@ func (s *Server) Router() *replicas.Router {
 	return s.pooling.rt.router
 }
 
+// backendNames returns the addresses of the backends, the primary first, in the order
+// of BackendAdmission.
+func (s *Server) backendNames() []string {
+	names := []string{s.cfg.Backends.Primary}
+	if s.pooling != nil && s.pooling.rt != nil {
+		names = append(names, s.cfg.Backends.Replicas...)
+	}
+	return names
+}
+
 // RoutingConfig returns the routing settings the server runs with.
 func (s *Server) RoutingConfig() config.Routing { return s.cfg.Routing }

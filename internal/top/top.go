@@ -216,6 +216,10 @@ func (v View) Render(w io.Writer, f *Frame) {
 			if rp := be.Replica; rp != nil {
 				line("  replica %s: %s - lag %d transactions, %.2f s - %d reads running - position %s",
 					be.Addr, replicaStanding(rp), rp.LagTransactions, rp.LagSeconds, be.OutstandingReads, rp.Position)
+				if a := be.Admission; a != nil && f.Queue != nil && f.Queue.Enabled {
+					line("  admission %s: load %.1f of %.1f ms - %d running, %d waiting",
+						be.Addr, a.LoadMS, a.CapacityMS, a.Running, a.Queued)
+				}
 			}
 		}
 	}

@@ -89,6 +89,17 @@ func TestRenderPool(t *testing.T) {
 	lines := render(t, View{Sort: "share"}, f)
 	assert.Equal(t, "pool db1:3306 (primary): 20 of 64 open - 15 leased, 5 idle, 2 waiting - 2000 client sessions", lines[2])
 
+	f.Backends.Routing = &admin.RoutingInfo{Consistency: "strong", Balance: "self", ClosureLoaded: true, Tables: 3}
+	f.Backends.Backends = append(f.Backends.Backends, admin.BackendInfo{Addr: "db2:3306", Role: "replica", Open: 4, MaxOpen: 64,
+		OutstandingReads: 3, Replica: &admin.Replica{Up: true, Replicating: true, Position: "0-1-9"},
+		Admission: &admin.BackendAdmission{CapacityMS: 200, LoadMS: 12.5, Running: 3, Queued: 1}})
+	f.Queue = &admin.QueueResponse{Enabled: true, Discipline: "sjf"}
+	text := strings.Join(render(t, View{Sort: "share"}, f), "\n")
+	assert.Contains(t, text, "\n  replica db2:3306: up - lag 0 transactions, 0.00 s - 3 reads running - position 0-1-9\n")
+	assert.Contains(t, text, "\n  admission db2:3306: load 12.5 of 200.0 ms - 3 running, 1 waiting\n")
+	f.Queue.Enabled = false
+	assert.NotContains(t, strings.Join(render(t, View{Sort: "share"}, f), "\n"), "admission db2")
+
 	f.Backends.Mode = "passthrough"
 	lines = render(t, View{Sort: "share"}, f)
 	assert.NotContains(t, strings.Join(lines, "\n"), "pool ")
