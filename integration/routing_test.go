@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/go-sql-driver/mysql"
 )
 
 // routedProxy starts a pooled proxy that routes reads to replicas.
@@ -354,4 +355,43 @@ func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
 		s := ctls[1].Snapshot()
 		return s.Running == 0 && s.Queued == 0
 	})
+}
+
+// A replica lost after part of a read's result was relayed: the client gets an error in
+// place of the rest, never a result that looks complete, and keeps its connection.
+func TestRoutingReplicaLostMidResult(t *testing.T) {
+	cut := newCutter(t, env.Replica1)
+	p := routedProxy(t, []string{cut.addr()}, func(c *config.Config) { c.Routing.Consistency = "eventual" })
+	waitRoutable(t, p)
+	db := openDB(t, p.Addr, "")
+	defer db.Close()
+	conn, err := db.Conn(t.Context())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(t.Context(), "SET @@session.sql_mode = 'ANSI_QUOTES'")
+	require.NoError(t, err)
+
+	rows, err := conn.QueryContext(t.Context(), "SELECT seq, REPEAT('x', 200) FROM seq_1_to_2000000")
+	require.NoError(t, err)
+	n := 0
+	for rows.Next() {
+		if n++; n == 1000 {
+			cut.cut()
+		}
+	}
+	err = rows.Err()
+	rows.Close()
+	var me *mysql.MySQLError
+	require.ErrorAs(t, err, &me, "after %d rows of 2000000", n)
+	assert.Equal(t, uint16(1317), me.Number)
+	assert.Contains(t, me.Message, "gatekeeper: lost the connection to replica "+cut.addr())
+	assert.Less(t, n, 2000000)
+
+	// The same connection goes on, with its session.
+	var mode string
+	require.NoError(t, conn.QueryRowContext(t.Context(), "SELECT @@session.sql_mode").Scan(&mode))
+	assert.Equal(t, "ANSI_QUOTES", mode)
+	assert.Equal(t, 1, p.Open())
+	assert.Equal(t, 1.0, metricValue(t, p, "gatekeeper_backend_lost_total", nil))
+	assert.Equal(t, 1.0, readsTo(t, p, cut.addr(), "routed"))
 }

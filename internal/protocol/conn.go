@@ -193,6 +193,20 @@ func (c *Conn) peekByte() (byte, error) {
 	return b[0], nil
 }
 
+// awaitPayload waits, when the n bytes of a payload whose header was read fit the read
+// buffer, until they are all buffered: a packet then relayed from the buffer reaches the
+// other side whole or, if the connection fails first, not at all.
+func (c *Conn) awaitPayload(n int) error {
+	if n > c.r.Size() || c.r.Buffered() >= n {
+		return nil
+	}
+	if err := c.flushBeforeBlock(n); err != nil {
+		return err
+	}
+	_, err := c.r.Peek(n)
+	return err
+}
+
 // readFull reads exactly len(p) bytes.
 func (c *Conn) readFull(p []byte) error {
 	if err := c.flushBeforeBlock(len(p)); err != nil {

@@ -93,7 +93,12 @@ type Response struct {
 	// the other, owned by the Response (see NextStateChange).
 	StateChanged bool
 	StateChanges []byte
-	ok           OK
+	// Resumable, when ForwardResponse fails, tells that the backend failed between two
+	// packets where an ERR packet may end the response (among rows, or between results):
+	// every packet relayed reached the client whole, so an ERR written to the client now
+	// ends the response and its connection stays usable.
+	Resumable bool
+	ok        OK
 }
 
 func (r *Response) reset() {
@@ -268,6 +273,7 @@ func (x *Relay) forwardResults(cmd byte, res *Response) error {
 	for {
 		n, first, err := x.next()
 		if err != nil {
+			res.Resumable = res.Results > 0 // the next result may be an ERR
 			return err
 		}
 		switch {
@@ -362,10 +368,15 @@ func (x *Relay) forwardRows(res *Response) error {
 	for {
 		n, first, err := x.next()
 		if err != nil {
+			res.Resumable = true // an ERR may end the rows
 			return err
 		}
 		if n < MaxFramePayload && (first == headerERR || isEOF(first, n, deprecateEOF)) {
 			return x.terminal(n, first, res)
+		}
+		if err := x.Backend.awaitPayload(n); err != nil {
+			res.Resumable = true // nothing of the row was relayed
+			return err
 		}
 		if err := x.Backend.forwardFrames(x.Client, n); err != nil {
 			return err

@@ -408,8 +408,17 @@ func TestForwardLocalInfile(t *testing.T) {
 func TestForwardResponseBackendGone(t *testing.T) {
 	s := &stream{seq: 1}
 	s.resultSet(false, autocommit, textRow("a"), textRow("b"))
+	// starts[i] is where packet i begins: the column count, its definition, the EOF, the
+	// two rows and the EOF that ends them.
+	var starts []int
+	for at := 0; at < len(s.b); at += 4 + int(s.b[at]) | int(s.b[at+1])<<8 | int(s.b[at+2])<<16 {
+		starts = append(starts, at)
+	}
+	if len(starts) != 6 {
+		t.Fatalf("%d packets, want 6", len(starts))
+	}
 	for cut := 1; cut < len(s.b); cut++ {
-		x, _, _ := relayOver(s.b[:cut], nil, baseCaps)
+		x, client, _ := relayOver(s.b[:cut], nil, baseCaps)
 		var res Response
 		err := x.ForwardResponse(mysql.COM_QUERY, &res)
 		if err == nil {
@@ -417,6 +426,24 @@ func TestForwardResponseBackendGone(t *testing.T) {
 		}
 		if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 			t.Fatalf("response cut at %d: error %v, want an EOF", cut, err)
+		}
+		// Cut in a row, or before the first byte of the EOF after them: every packet before
+		// it reached the client whole, nothing of it did, and an ERR may take its place.
+		i := 0
+		for i+1 < len(starts) && starts[i+1] <= cut {
+			i++
+		}
+		resumable := i == 3 || i == 4 || i == 5 && cut-starts[i] <= 4
+		if res.Resumable != resumable {
+			t.Errorf("cut at %d, in packet %d: resumable %v, want %v", cut, i, res.Resumable, resumable)
+		}
+		if res.Resumable {
+			if err := x.Client.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got := client.w.Bytes(); !bytes.Equal(got, s.b[:starts[i]]) {
+				t.Errorf("cut at %d: client got %q, want the %d packets before the cut", cut, got, i)
+			}
 		}
 	}
 }

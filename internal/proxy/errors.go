@@ -23,9 +23,11 @@ const (
 	codeUnknownCommand  = 1047 // ER_UNKNOWN_COM_ERROR
 	codePacketTooLarge  = 1153 // ER_NET_PACKET_TOO_LARGE
 	codeNetRead         = 1158 // ER_NET_READ_ERROR: the backend connection broke
+	codeInterrupted     = 1317 // ER_QUERY_INTERRUPTED: a result ended early, the connection stays usable
 	codeSecureTransport = 3159 // ER_SECURE_TRANSPORT_REQUIRED
 	stateConnection     = "08S01"
 	stateGeneral        = "HY000"
+	stateInterrupted    = "70100"
 	// stateConnectionRefuse is the state of a connection refused at login.
 	stateConnectionRefuse = "08004"
 )
@@ -57,6 +59,15 @@ func errBackendLost(addr string, err error) *clientError {
 	return &clientError{code: codeNetRead, state: stateConnection, err: err, msg: fmt.Sprintf(
 		"gatekeeper: lost the connection to backend %s during the command (%s); reconnect and retry if the command is safe to repeat",
 		addr, shortCause(err))}
+}
+
+// errReplicaLost tells the client that a read's replica failed after part of its result
+// was sent: the ERR ends the result where it stopped, and the connection stays usable.
+func errReplicaLost(addr string, rows int, err error) *clientError {
+	return &clientError{code: codeInterrupted, state: stateInterrupted, err: err, msg: fmt.Sprintf(
+		"gatekeeper: lost the connection to replica %s after %d rows of the result (%s); the result is incomplete, "+
+			"and this connection is still usable: run the statement again",
+		addr, rows, shortCause(err))}
 }
 
 func errTooManyConnections(limit int) *clientError {

@@ -67,10 +67,10 @@ func (s *session) killPooled(id uint64, query bool) bool {
 		return s.client.IOErr() == nil
 	case target == s && query:
 		// The KILL kills itself, as on the server.
-		s.sendError(&clientError{code: 1317, state: "70100", msg: "Query execution was interrupted"})
+		s.sendError(&clientError{code: codeInterrupted, state: stateInterrupted, msg: "Query execution was interrupted"})
 		return s.client.IOErr() == nil
 	case target == s:
-		s.sendError(&clientError{code: 1927, state: "70100", msg: "Connection was killed"})
+		s.sendError(&clientError{code: 1927, state: stateInterrupted, msg: "Connection was killed"})
 		return false
 	case target.user != s.user:
 		s.sendError(&clientError{code: codeNotOwner, state: stateGeneral,

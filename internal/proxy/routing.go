@@ -585,6 +585,31 @@ func (s *session) retryOnPrimary(cmd byte, clientStmtID uint32, cause error) err
 	return s.relay.ForwardResponse(cmd, &s.res)
 }
 
+// resumable tells whether a read whose replica connection failed after part of its answer
+// was relayed may end with an error and leave the client its session: the relay stopped
+// where an ERR packet may come, and the unit is an autocommit read on a replica, which
+// keeps nothing of the session on that connection.
+func (s *session) resumable() bool {
+	rs := s.rs
+	return rs != nil && rs.to != nil && !rs.to.Primary && s.res.Resumable && s.client.IOErr() == nil &&
+		s.cmd.Complete() && !s.inTxn && s.pl.pins.bits == 0
+}
+
+// endLostRead ends a read whose replica connection failed mid-result (cause): the client
+// gets an ERR in place of the rest of the result, the connection is dropped and the
+// replica marked down, and the session goes on.
+func (s *session) endLostRead(cause error) {
+	to := s.rs.to
+	s.rs.rt.router.MarkDown(to, cause)
+	s.metrics.backendLost.Inc()
+	s.log.Warn("replica connection lost mid-result; the client got an error and keeps its session",
+		"backend", to.Addr, "rows", s.res.Rows, "err", cause)
+	s.backendBroken = true
+	s.sendError(errReplicaLost(to.Addr, s.res.Rows, cause))
+	s.releaseUnit()
+	s.endUnitQuietly()
+}
+
 // errStatementGone: a prepared statement could not be prepared on the primary again; the
 // client has been told why.
 var errStatementGone = errors.New("the statement could not be prepared on the primary")

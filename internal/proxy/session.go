@@ -443,6 +443,10 @@ func (s *session) dispatch() bool {
 	end := time.Now()
 	elapsed, work := end.Sub(start), s.rec.share.Stop(end, clock)
 	if err != nil {
+		if s.resumable() {
+			s.endLostRead(err)
+			return s.client.IOErr() == nil
+		}
 		s.fail(cmd, err, written)
 		return false
 	}
