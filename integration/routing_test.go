@@ -395,3 +395,84 @@ func TestRoutingReplicaLostMidResult(t *testing.T) {
 	assert.Equal(t, 1.0, metricValue(t, p, "gatekeeper_backend_lost_total", nil))
 	assert.Equal(t, 1.0, readsTo(t, p, cut.addr(), "routed"))
 }
+
+// Read-only transactions run whole on a replica that has every acknowledged write; a
+// statement in one that would tie the session to the replica is refused, and the
+// session's later writes go to the primary.
+func TestRoutingReadOnlyTransactions(t *testing.T) {
+	direct := openDB(t, env.Primary, "")
+	defer direct.Close()
+	tbl := tableName(t)
+	mustExec(t, direct, "DROP TABLE IF EXISTS "+tbl)
+	mustExec(t, direct, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, v INT NOT NULL)")
+	mustExec(t, direct, "INSERT INTO "+tbl+" VALUES (1, 0)")
+	var primaryID int
+	require.NoError(t, direct.QueryRow("SELECT @@server_id").Scan(&primaryID))
+	p := routedProxy(t, []string{env.Replica1, env.Replica2}, nil)
+	waitRoutable(t, p)
+	waitFor(t, 10*time.Second, "the replicas to have the row", func() bool {
+		for _, b := range p.Router().Replicas() {
+			if b.Status().LagTxns > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	db := oneConn(t, p.Addr)
+	defer db.Close()
+	serverIn := func(begin string) int {
+		t.Helper()
+		mustExec(t, db, begin)
+		var id, v int
+		require.NoError(t, db.QueryRow("SELECT @@server_id").Scan(&id))
+		require.NoError(t, db.QueryRow("SELECT v FROM "+tbl+" WHERE id = 1").Scan(&v))
+		mustExec(t, db, "COMMIT")
+		return id
+	}
+	assert.NotEqual(t, primaryID, serverIn("START TRANSACTION READ ONLY"), "on a replica")
+	assert.Equal(t, primaryID, serverIn("START TRANSACTION"), "a read-write transaction")
+	mustExec(t, db, "SET SESSION TRANSACTION READ ONLY")
+	assert.NotEqual(t, primaryID, serverIn("BEGIN"), "BEGIN in a read-only session")
+	mustExec(t, db, "SET SESSION TRANSACTION READ WRITE")
+	assert.Equal(t, primaryID, serverIn("BEGIN"))
+
+	// State that would outlive the transaction on the replica is refused; the
+	// transaction goes on.
+	mustExec(t, db, "START TRANSACTION READ ONLY")
+	_, err := db.Exec("SET @x = 1")
+	var me *mysql.MySQLError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, uint16(1792), me.Number)
+	assert.Contains(t, me.Message, "gatekeeper: this read-only transaction runs on replica")
+	var found int
+	require.NoError(t, db.QueryRow("SELECT SQL_CALC_FOUND_ROWS v FROM "+tbl).Scan(new(int)))
+	require.NoError(t, db.QueryRow("SELECT FOUND_ROWS()").Scan(&found))
+	assert.Equal(t, 1, found)
+	mustExec(t, db, "COMMIT")
+	// What the transaction left for the next statement does not hold the session there.
+	mustExec(t, db, "UPDATE "+tbl+" SET v = 1 WHERE id = 1")
+
+	// Strong: the transaction needs every acknowledged write, so with both appliers
+	// stopped it runs on the primary.
+	for _, r := range []string{env.Replica1, env.Replica2} {
+		sqlThread(t, r, false)
+		defer sqlThread(t, r, true)
+	}
+	mustExec(t, db, "UPDATE "+tbl+" SET v = 2 WHERE id = 1")
+	mustExec(t, db, "START TRANSACTION READ ONLY")
+	var v int
+	require.NoError(t, db.QueryRow("SELECT v FROM "+tbl+" WHERE id = 1").Scan(&v))
+	mustExec(t, db, "COMMIT")
+	assert.Equal(t, 2, v)
+	assert.GreaterOrEqual(t, readsTo(t, p, env.Primary, "fell_back_to_primary"), 1.0)
+
+	// routing.read_only_transactions: primary keeps them there.
+	onPrimary := routedProxy(t, []string{env.Replica1, env.Replica2}, func(c *config.Config) {
+		c.Routing.ReadOnlyTransactions = "primary"
+		c.Routing.Consistency = "eventual"
+	})
+	waitRoutable(t, onPrimary)
+	db = oneConn(t, onPrimary.Addr)
+	defer db.Close()
+	assert.Equal(t, primaryID, serverIn("START TRANSACTION READ ONLY"))
+}

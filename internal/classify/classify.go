@@ -82,6 +82,9 @@ type Result struct {
 	// TxnStart and TxnEnd tell that the statement starts or ends a transaction explicitly
 	// (COMMIT AND CHAIN does both).
 	TxnStart, TxnEnd bool
+	// TxnReadOnly and TxnReadWrite tell that START TRANSACTION named its access mode: READ
+	// ONLY or READ WRITE.
+	TxnReadOnly, TxnReadWrite bool
 	// SideEffects tells of a function with effects beyond its result: GET_LOCK,
 	// RELEASE_LOCK, LAST_INSERT_ID(expr), NEXTVAL, SETVAL, or SELECT … INTO.
 	SideEffects bool
@@ -593,8 +596,10 @@ func (c *Classifier) head() {
 		c.res.TxnStart = true
 	case kwStart:
 		if c.is(c.peek(0), kwTransaction) {
+			c.next()
 			c.kind = Transaction
 			c.res.TxnStart = true
+			c.txnAccess()
 		}
 	case kwCommit:
 		c.kind = Transaction
@@ -1188,6 +1193,39 @@ func (c *Classifier) addTable(mode tableMode, tbl Table) int {
 	return *n - 1
 }
 
+// txnAccess reads START TRANSACTION's characteristics (WITH CONSISTENT SNAPSHOT, READ ONLY,
+// READ WRITE, separated by commas) for its access mode.
+func (c *Classifier) txnAccess() {
+	for {
+		t := c.peek(0)
+		switch {
+		case c.is(t, kwWith):
+			c.next()
+			c.next() // CONSISTENT
+			c.next() // SNAPSHOT
+		case c.isWord(t, "READ"):
+			c.next()
+			switch m := c.next(); {
+			case c.isWord(m, "ONLY"):
+				c.res.TxnReadOnly = true
+			case c.isWord(m, "WRITE"):
+				c.res.TxnReadWrite = true
+			}
+		default:
+			return
+		}
+		if c.peek(0).kind != tComma {
+			return
+		}
+		c.next()
+	}
+}
+
+// isWord tells whether t is the unquoted word w (in upper case), keyword or not.
+func (c *Classifier) isWord(t token, w string) bool {
+	return t.kind == tWord && bytes.EqualFold(c.lex.src[t.start:t.end], []byte(w))
+}
+
 // name returns an identifier's text without quotes.
 func (c *Classifier) name(t token) []byte {
 	b := c.lex.src[t.start:t.end]
@@ -1253,7 +1291,8 @@ func (r *Result) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{r.TxnStart, "txn-start"}, {r.TxnEnd, "txn-end"}, {r.SideEffects, "side-effects"}, {r.MultiStatement, "multi"}} {
+	}{{r.TxnStart, "txn-start"}, {r.TxnEnd, "txn-end"}, {r.TxnReadOnly, "read-only"}, {r.TxnReadWrite, "read-write"},
+		{r.SideEffects, "side-effects"}, {r.MultiStatement, "multi"}} {
 		if f.on {
 			sb.WriteString(" " + f.name)
 		}

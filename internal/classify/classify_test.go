@@ -83,7 +83,11 @@ func TestClassify(t *testing.T) {
 		// transactions
 		{"BEGIN", "transaction txn-start"},
 		{"begin work", "transaction txn-start"},
-		{"START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY", "transaction txn-start"},
+		{"START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY", "transaction txn-start read-only"},
+		{"start transaction read only", "transaction txn-start read-only"},
+		{"START TRANSACTION READ WRITE, WITH CONSISTENT SNAPSHOT", "transaction txn-start read-write"},
+		{"START TRANSACTION", "transaction txn-start"},
+		{"/* gk:consistency=session */ START TRANSACTION READ ONLY", "transaction txn-start read-only"},
 		{"COMMIT", "transaction txn-end"},
 		{"COMMIT WORK AND CHAIN", "transaction txn-start txn-end"},
 		{"COMMIT AND NO CHAIN NO RELEASE", "transaction txn-end"},

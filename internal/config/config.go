@@ -57,6 +57,10 @@ type Routing struct {
 	MaxLag time.Duration `mapstructure:"max_lag"`
 	// PrimaryReads lets the primary take reads beside the replicas. Default false.
 	PrimaryReads bool `mapstructure:"primary_reads"`
+	// ReadOnlyTransactions is where read-only transactions run: replica (default: the
+	// whole transaction on one replica that has applied every write its consistency
+	// needs) or primary.
+	ReadOnlyTransactions string `mapstructure:"read_only_transactions"`
 }
 
 // Replicas configures how replicas are watched.
@@ -481,7 +485,7 @@ func Default() Config {
 		Monitor: Monitor{Interval: time.Second},
 		Routing: Routing{
 			Enabled: true, Consistency: "strong", Balance: "self",
-			CausalWait: 20 * time.Millisecond, MaxLag: 5 * time.Second,
+			CausalWait: 20 * time.Millisecond, MaxLag: 5 * time.Second, ReadOnlyTransactions: "replica",
 		},
 		Replicas: Replicas{PollInterval: 5 * time.Millisecond, ClosureInterval: 10 * time.Second},
 	}

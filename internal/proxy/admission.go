@@ -222,8 +222,12 @@ func (s *session) admit() (admitted, keep bool) {
 	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted(),
 		Holding: s.pl != nil && s.pl.lease != nil}
 	ctl := s.adm.ctl
-	if s.rs != nil && !req.Holding {
+	switch rs := s.rs; {
+	case rs == nil:
+	case !req.Holding:
 		ctl = s.planRoute()
+	case rs.to != nil: // a read-only transaction on a replica
+		ctl = s.adm.forBackend(rs.to)
 	}
 	s.admittedBy = ctl
 	if s.rec.costs != nil {

@@ -24,10 +24,12 @@ const (
 	codePacketTooLarge  = 1153 // ER_NET_PACKET_TOO_LARGE
 	codeNetRead         = 1158 // ER_NET_READ_ERROR: the backend connection broke
 	codeInterrupted     = 1317 // ER_QUERY_INTERRUPTED: a result ended early, the connection stays usable
+	codeReadOnlyTxn     = 1792 // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
 	codeSecureTransport = 3159 // ER_SECURE_TRANSPORT_REQUIRED
 	stateConnection     = "08S01"
 	stateGeneral        = "HY000"
 	stateInterrupted    = "70100"
+	stateReadOnlyTxn    = "25006"
 	// stateConnectionRefuse is the state of a connection refused at login.
 	stateConnectionRefuse = "08004"
 )
@@ -68,6 +70,17 @@ func errReplicaLost(addr string, rows int, err error) *clientError {
 		"gatekeeper: lost the connection to replica %s after %d rows of the result (%s); the result is incomplete, "+
 			"and this connection is still usable: run the statement again",
 		addr, rows, shortCause(err))}
+}
+
+// errPinOnReplica refuses, in a read-only transaction that runs on a replica, a statement
+// that would keep state in the replica's connection (a user variable, a lock, a temporary
+// table, a prepared statement): the session's later writes could not see it.
+func errPinOnReplica(addr string) *clientError {
+	return &clientError{code: codeReadOnlyTxn, state: stateReadOnlyTxn, msg: fmt.Sprintf(
+		"gatekeeper: this read-only transaction runs on replica %s, and the statement would keep state "+
+			"(a user variable, a lock, a temporary table, a prepared statement) that later writes on the primary "+
+			"could not see; run it before START TRANSACTION READ ONLY, or set routing.read_only_transactions: primary",
+		addr)}
 }
 
 func errTooManyConnections(limit int) *clientError {

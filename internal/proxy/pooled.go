@@ -293,6 +293,13 @@ func (s *session) releasePooled() {
 		return
 	}
 	pl.pins.bits &^= pl.pins.expiring
+	if rs := s.rs; rs != nil && rs.to != nil && !rs.to.Primary {
+		// A read-only transaction on a replica ends: what it left for the next unit
+		// (FOUND_ROWS, LAST_INSERT_ID(expr), SET TRANSACTION) stays with the replica's
+		// connection, so that the next unit, which may write, is not held to it.
+		pl.pins.bits &^= transientPins
+		s.setPinned(pl.pins.bits != 0)
+	}
 	pl.pins.expiring = pl.pins.bits & transientPins
 	if pl.pins.bits != 0 {
 		return

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -31,6 +32,8 @@ type routing struct {
 	consistency replicas.Consistency
 	causalWait  time.Duration
 	poll        time.Duration
+	// readOnlyTxns sends read-only transactions to replicas.
+	readOnlyTxns bool
 
 	// reads counts units by backend (the router's Index) and reason.
 	reads       [][numReasons]prometheus.Counter
@@ -79,10 +82,11 @@ func newRouting(cfg config.Config, p *pooling, tlsFor func(string, bool) (*tls.C
 			MaxLag: cfg.Routing.MaxLag, PollInterval: cfg.Replicas.PollInterval,
 			ClosureInterval: cfg.Replicas.ClosureInterval,
 		}, replicas.NewVersions(), log),
-		sessions:    replicas.NewSessionPositions(1 << 16),
-		consistency: consistency,
-		causalWait:  cfg.Routing.CausalWait,
-		poll:        cfg.Replicas.PollInterval,
+		sessions:     replicas.NewSessionPositions(1 << 16),
+		consistency:  consistency,
+		causalWait:   cfg.Routing.CausalWait,
+		poll:         cfg.Replicas.PollInterval,
+		readOnlyTxns: cfg.Routing.ReadOnlyTransactions == "replica",
 	}
 	for _, addr := range cfg.Backends.Replicas {
 		rt.pools = append(rt.pools, p.newPool(addr, cfg, tlsFor, log))
@@ -191,6 +195,8 @@ type routeState struct {
 	// plan is where the unit being admitted goes, chosen before admission so that it
 	// waits for the capacity of that backend.
 	plan routePlan
+	// txn is what a read-only transaction reads: every table.
+	txn tableSet
 }
 
 // routePlan is route's choice for a unit, made before its lease.
@@ -234,6 +240,12 @@ func (s *session) route() (pool *backend.Pool, to *replicas.Backend, reason read
 	if (cmd != mysql.COM_QUERY && cmd != mysql.COM_STMT_EXECUTE) || !st.valid || st.tables == nil {
 		return nil, nil, reasonNone
 	}
+	if st.kind == classify.Transaction && s.startsReadOnly() {
+		// The whole transaction reads from one replica that has every write its
+		// consistency needs: it may read any table.
+		rs.txn = tableSet{readUnknown: true, consistency: st.tables.consistency, sessionKey: st.tables.sessionKey}
+		return s.routeRead(&rs.txn)
+	}
 	switch {
 	case st.kind == classify.Write || st.kind == classify.LockingRead || st.kind == classify.DDL:
 		return nil, nil, reasonWrite
@@ -246,7 +258,13 @@ func (s *session) route() (pool *backend.Pool, to *replicas.Backend, reason read
 	case st.uses != 0 || (cmd == mysql.COM_STMT_EXECUTE && opensCursorFlag(s.cmd.Payload)):
 		return nil, nil, reasonPinned
 	}
-	b, waited := s.pickReplica(st.tables)
+	return s.routeRead(st.tables)
+}
+
+// routeRead routes a read of t: to a replica that qualifies, else the primary.
+func (s *session) routeRead(t *tableSet) (pool *backend.Pool, to *replicas.Backend, reason readReason) {
+	rs := s.rs
+	b, waited := s.pickReplica(t)
 	switch {
 	case b == nil:
 		return nil, nil, reasonFellBack
@@ -274,6 +292,56 @@ func (s *session) planRoute() *admission.Controller {
 		to.Start(rs.cost)
 	}
 	return s.adm.forBackend(to)
+}
+
+// startsReadOnly tells whether the statement starts a read-only transaction that may run
+// on a replica: START TRANSACTION READ ONLY, or BEGIN in a session whose transactions are
+// read-only (SET SESSION TRANSACTION READ ONLY, as JDBC's setReadOnly sends), outside a
+// transaction and with autocommit on.
+func (s *session) startsReadOnly() bool {
+	st := &s.stmt
+	if !s.rs.rt.readOnlyTxns || !st.valid || st.kind != classify.Transaction || st.readWrite ||
+		s.inTxn || !s.autocommit {
+		return false
+	}
+	if st.readOnly {
+		return true
+	}
+	return st.startsTxn && st.uses == 0 && sessionReadOnly(s.pl.state)
+}
+
+// sessionReadOnly tells whether the session made its transactions read-only.
+func sessionReadOnly(st *backend.State) bool {
+	for _, name := range []string{"transaction_read_only", "tx_read_only"} {
+		if v, ok := st.Var(name); ok {
+			return v == "1" || strings.EqualFold(v, "ON")
+		}
+	}
+	return false
+}
+
+// replicaPins are the uses of connection state that would tie the session to a replica's
+// connection beyond its read-only transaction, where its later writes could not run.
+const replicaPins = classify.UsesUserVariable | classify.UsesGetLock | classify.UsesLockTables |
+	classify.UsesTemporaryTable | classify.UsesPrepare | classify.UsesSessionTracking |
+	classify.UsesHandler | classify.UsesXAStart
+
+// pinsReplica tells whether the command, in a read-only transaction on a replica, would
+// tie the session to that replica's connection.
+func (s *session) pinsReplica(cmd byte) bool {
+	rs, st := s.rs, &s.stmt
+	return rs.to != nil && !rs.to.Primary && s.inTxn && st.valid && st.uses&replicaPins != 0 &&
+		(cmd == mysql.COM_QUERY || cmd == mysql.COM_STMT_EXECUTE)
+}
+
+// refusePinOnReplica refuses such a command, which never reaches the replica; the
+// transaction stays open.
+func (s *session) refusePinOnReplica() (keep bool) {
+	if !s.cmd.Complete() && s.client.DiscardCommand(&s.cmd) != nil {
+		return false
+	}
+	s.sendError(errPinOnReplica(s.rs.to.Addr))
+	return s.client.IOErr() == nil
 }
 
 // countPinnedRead counts a read that starts a unit on the connection its session is
@@ -544,11 +612,12 @@ func b2f(b bool) float64 {
 }
 
 // retriable tells whether a command that failed with err on its backend connection may
-// run again on the primary: it was an autocommit read on a replica, nothing of its answer
-// reached the client, and the whole command is at hand.
+// run again on the primary: it was an autocommit read on a replica (or the BEGIN of a
+// read-only transaction), nothing of its answer reached the client, and the whole command
+// is at hand.
 func (s *session) retriable(err error, written uint64) bool {
 	rs := s.rs
-	return rs != nil && rs.to != nil && !rs.to.Primary && s.client.Written() == written &&
+	return rs != nil && rs.to != nil && !rs.to.Primary && !s.inTxn && s.client.Written() == written &&
 		s.client.IOErr() == nil && s.cmd.Complete() && !errors.Is(err, protocol.ErrPacketTooLarge)
 }
 

@@ -400,6 +400,9 @@ func (s *session) dispatch() bool {
 			return keep
 		}
 	}
+	if s.rs != nil && s.pinsReplica(cmd) {
+		return s.refusePinOnReplica()
+	}
 	if s.needsAdmission(cmd) {
 		if admitted, keep := s.admit(); !admitted {
 			// Refused: the client was told why (or is gone); the command never reached

@@ -59,6 +59,9 @@ type statement struct {
 	uses   classify.Uses
 	multi  bool
 	opaque bool
+	// startsTxn: BEGIN, START TRANSACTION and the like; readOnly and readWrite: START
+	// TRANSACTION named its access mode.
+	startsTxn, readOnly, readWrite bool
 	// A KILL of a thread id, and SELECT CONNECTION_ID() alone, with its column name
 	// (valid until the next command): what pooled mode answers in the proxy.
 	killID     uint64
@@ -100,7 +103,7 @@ func (s *session) classifyCommand(cmd byte) {
 		}
 		s.stmt = statement{valid: true, hash: r.Hash, kind: r.Kind, digest: r.Digest, tag: r.Tag,
 			uses: r.Uses, multi: r.MultiStatement, opaque: r.Unsure || r.MultiStatement || r.Kind == classify.Write && r.UnknownTables,
-			killID: r.KillID, killQuery: r.KillQuery,
+			killID: r.KillID, killQuery: r.KillQuery, startsTxn: r.TxnStart, readOnly: r.TxnReadOnly, readWrite: r.TxnReadWrite,
 			connIDOnly: r.ConnectionIDOnly, connIDName: r.ConnectionIDName}
 		s.noteTables(r)
 	case mysql.COM_STMT_EXECUTE:

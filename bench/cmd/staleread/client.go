@@ -22,7 +22,7 @@ const (
 var readWeights = [...]struct {
 	kind   readKind
 	weight int
-}{{kindPoint, 30}, {kindPrepared, 30}, {kindJoin, 15}, {kindAudit, 15}, {kindChild, 10}}
+}{{kindPoint, 30}, {kindPrepared, 25}, {kindJoin, 10}, {kindAudit, 15}, {kindChild, 10}, {kindReadOnlyTxn, 10}}
 
 const ownShare = 0.5
 
@@ -72,6 +72,8 @@ type probe struct {
 	id       int
 	cols     []column
 	own      int64 // the session's write the read must see; 0: none
+	// txn, when set, starts the read-only transaction the query runs in.
+	txn string
 }
 
 // client is one connection running reads and writes in turn until the reads run out or
@@ -177,6 +179,9 @@ func (c *client) query(ctx context.Context, p probe, got []int64) error {
 	for i := range got {
 		dest[i] = &got[i]
 	}
+	if p.txn != "" {
+		return c.inTxn(ctx, p, dest)
+	}
 	if !p.prepared {
 		return c.readDBs[p.db].QueryRowContext(ctx, p.query).Scan(dest...)
 	}
@@ -189,6 +194,25 @@ func (c *client) query(ctx context.Context, p probe, got []int64) error {
 		c.stmts[p.db][p.query] = stmt
 	}
 	return stmt.QueryRowContext(ctx, p.id).Scan(dest...)
+}
+
+// inTxn runs p's query inside the transaction p.txn starts, on one connection, and ends
+// it. The versions it must see are those acknowledged before the transaction began.
+func (c *client) inTxn(ctx context.Context, p probe, dest []any) error {
+	conn, err := c.readDBs[p.db].Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, p.txn); err != nil {
+		return err
+	}
+	if err := conn.QueryRowContext(ctx, p.query).Scan(dest...); err != nil {
+		_, _ = conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "COMMIT")
+	return err
 }
 
 // nextProbe draws the next read: the connection's own last write read back, or its
@@ -207,18 +231,22 @@ func (c *client) nextProbe() probe {
 	}
 	s := c.w.schema
 	id := 1 + c.rng.IntN(s.rows)
-	switch c.drawKind() {
+	switch kind := c.drawKind(); kind {
 	case kindPrepared:
 		r := row{c.rng.IntN(s.written()), id}
 		p := c.point(kindPrepared, r, 0)
 		p.prepared, p.id, p.query = true, r.id, c.readPrefix+"SELECT v FROM "+s.name(r.table)+" WHERE id = ?"
 		return p
-	case kindJoin:
+	case kindJoin, kindReadOnlyTxn:
 		a := c.rng.IntN(s.tables)
 		b := (a + 1 + c.rng.IntN(s.tables-1)) % s.tables
-		return probe{kind: kindJoin, db: c.rng.IntN(len(c.readDBs)), query: c.readPrefix +
+		p := probe{kind: kindJoin, db: c.rng.IntN(len(c.readDBs)), query: c.readPrefix +
 			"SELECT a.v, b.v FROM " + s.name(a) + " a JOIN " + s.name(b) + " b ON b.id = a.id WHERE a.id = " + strconv.Itoa(id),
 			cols: []column{{row{a, id}, row{a, id}}, {row{b, id}, row{b, id}}}}
+		if kind == kindReadOnlyTxn {
+			p.kind, p.txn = kind, c.readPrefix+"START TRANSACTION READ ONLY"
+		}
+		return p
 	case kindAudit:
 		return probe{kind: kindAudit, db: c.rng.IntN(len(c.readDBs)), query: c.readPrefix +
 			"SELECT v FROM sr_audit WHERE tbl = 0 AND id = " + strconv.Itoa(id),

@@ -21,8 +21,9 @@
 //     the pair, both marked /* gk:session=KEY */;
 //   - monotonic-read violation: older than what the same connection read of the row before.
 //
-// Reads are point selects as text and as prepared statements, joins of two tables, and
-// reads of rows that a trigger (sr_audit, from sr_t0) or a foreign key's cascade
+// Reads are point selects as text and as prepared statements, joins of two tables (also
+// inside START TRANSACTION READ ONLY, held to the versions acknowledged before it began),
+// and reads of rows that a trigger (sr_audit, from sr_t0) or a foreign key's cascade
 // (sr_child, from sr_parent) wrote, checked against the versions written to their sources.
 // --consistency starts every read with /* gk:consistency=MODE */.
 //

@@ -15,17 +15,18 @@ import (
 type readKind int
 
 const (
-	kindPoint    readKind = iota // point select by primary key, as a text query
-	kindPrepared                 // the same through a prepared statement (COM_STMT_EXECUTE)
-	kindJoin                     // a join of two tables on the same id, both versions checked
-	kindAudit                    // sr_audit, which a trigger on sr_t0 writes
-	kindChild                    // sr_child, which a cascade from sr_parent writes
-	kindOwn                      // a point select of the connection's own last write
-	kindSession                  // a point select of the pair partner's last write, with the session key
+	kindPoint       readKind = iota // point select by primary key, as a text query
+	kindPrepared                    // the same through a prepared statement (COM_STMT_EXECUTE)
+	kindJoin                        // a join of two tables on the same id, both versions checked
+	kindAudit                       // sr_audit, which a trigger on sr_t0 writes
+	kindChild                       // sr_child, which a cascade from sr_parent writes
+	kindOwn                         // a point select of the connection's own last write
+	kindSession                     // a point select of the pair partner's last write, with the session key
+	kindReadOnlyTxn                 // a join of two tables inside START TRANSACTION READ ONLY
 	numKinds
 )
 
-var kindNames = [numKinds]string{"point", "prepared", "join", "audit", "child", "own", "session"}
+var kindNames = [numKinds]string{"point", "prepared", "join", "audit", "child", "own", "session", "read-only-txn"}
 
 func (k readKind) String() string { return kindNames[k] }
 
