@@ -153,6 +153,30 @@ row() {
 	' "$json"
 }
 
+# kinds prints a table of the stale reads of each kind of read, a column per mode.
+kinds() {
+	local first
+	for mode in $MODES; do [ -f "$OUT/$mode.json" ] && { first=$OUT/$mode.json; break; }; done
+	[ -n "${first:-}" ] || return 0
+	echo "Stale reads by kind of read, of the reads of that kind (read-only-txn: a join inside"
+	echo "START TRANSACTION READ ONLY, held to the versions acknowledged before the transaction began):"
+	echo
+	printf '| kind |'; for mode in $MODES; do printf ' %s |' "$mode"; done; echo
+	printf '|---|'; for _ in $MODES; do printf -- '---:|'; done; echo
+	for kind in $(jq -r '.reads_by_kind | keys_unsorted[]' "$first"); do
+		printf '| %s |' "$kind"
+		for mode in $MODES; do
+			if [ -f "$OUT/$mode.json" ]; then
+				jq -j --arg k "$kind" '.reads_by_kind[$k] | " \(.stale) of \(.reads) |"' "$OUT/$mode.json"
+			else
+				printf ' |'
+			fi
+		done
+		echo
+	done
+	echo
+}
+
 MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 {
 	echo "# Stale reads through replica routing, in each consistency mode"
@@ -180,6 +204,7 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "|---|---:|---:|---:|---:|---:|---:|---|---:|"
 	for mode in $MODES; do row "$mode"; done
 	echo
+	kinds
 	echo "Command: \`$ARGS\` ($(date -u '+%Y-%m-%d %H:%M UTC'))"
 	echo
 	# diff-index, not git diff or describe --dirty, which may write the index.
