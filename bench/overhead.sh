@@ -10,8 +10,8 @@
 #   bench/overhead.sh [--targets LIST] [--workloads LIST] [--threads LIST] [--rounds N]
 #                     [--time SECONDS] [--warmup SECONDS] [--tables N] [--table-size N]
 #                     [--db-cpus CPUS] [--proxy-cpus CPUS] [--sysbench-cpus CPUS]
-#                     [--proxy-threads N] [--no-pin] [--ps-mode MODE] [--skip-trx]
-#                     [--bundle DIR] [--out DIR]
+#                     [--replica-cpus "CPUS CPUS"] [--proxy-threads N] [--no-pin]
+#                     [--ps-mode MODE] [--skip-trx] [--bundle DIR] [--out DIR]
 #
 # Targets (comma or space separated; default all): direct, gatekeeper (passthrough),
 # gatekeeper-admission (admission on with capacity auto, as make run starts it; sysbench's
@@ -19,7 +19,8 @@
 # gatekeeper-pooled (pools.max_open the largest thread count), gatekeeper-routed (the same,
 # routing autocommit reads to the two replicas of GK_REPLICA1 and GK_REPLICA2, which
 # scripts/test-backends.sh starts; --skip-trx makes oltp_read_only's reads autocommit, so
-# that they can go there), gatekeeper-baseline (pooled mode as gatekeeper-pooled, run from
+# that they can go there), gatekeeper-routed1 (the same with GK_REPLICA1 alone: with
+# gatekeeper-pooled and gatekeeper-routed, reads with 0, 1 and 2 replicas), gatekeeper-baseline (pooled mode as gatekeeper-pooled, run from
 # the binary GATEKEEPER_BASELINE: another build, say the commit before a change, in the same
 # run); gatekeeper, gatekeeper-pooled, gatekeeper-routed and gatekeeper-baseline run with
 # admission off,
@@ -37,7 +38,11 @@
 # --proxy-cpus and --sysbench-cpus take taskset lists instead); each proxy gets as
 # many threads as it has cores (GOMAXPROCS, haproxy nbthread, ProxySQL threads). Below 8 they
 # share every core, proxies get min(nproc, 4) threads, and CPU per query is the figure that
-# holds. The README names the machine (nproc, model, kernel).
+# holds. The README names the machine (nproc, model, kernel). With a gatekeeper-routed target
+# and 12 or more processors, each of the three database servers gets a fifth of them, the
+# proxies a quarter and sysbench the rest, so 16 cores give primary 0-2, replicas 3-5 and
+# 6-8, proxies 9-12, sysbench 13-15 (--replica-cpus takes the replicas' two lists); the
+# replicas are pinned only where the script starts them (--bundle).
 #
 # Binaries come from PATH, each overridable: MARIADBD, MARIADB, SYSBENCH, HAPROXY,
 # GATEKEEPER (default bin/gatekeeper, built with make build), PROXYSQL or PROXYSQL_TGZ.
@@ -47,7 +52,9 @@
 # --bundle DIR runs from a devbench bundle (../shared/tools/devbench/make-bundle.sh) unpacked
 # at DIR, on a machine with no network: every binary from DIR/bin, LD_LIBRARY_PATH=DIR/lib for
 # them, sysbench's scripts from DIR/share/sysbench, and its own MariaDB started from
-# DIR/datadir.tgz (user app/app, database sbtest); no apt-get and no make build. On a
+# DIR/datadir.tgz (user app/app, database sbtest); no apt-get and no make build. With a
+# gatekeeper-routed target it starts two replicas from the same data directory too,
+# replicating from the primary by GTID. On a
 # development machine, from the checkout (.bundle is left out of git by .git/info/exclude):
 #   make build
 #   grep -qx /.bundle .git/info/exclude || echo /.bundle >>.git/info/exclude
@@ -57,13 +64,16 @@
 #   mkdir -p /opt/b && tar xzf .bundle/bundle.tgz -C /opt/b
 #   PROXYSQL_TGZ=.bundle/proxysql-2.7.1.tgz bench/overhead.sh --bundle /opt/b
 # Without Go there, the README says how to draw the plots from results.csv afterwards.
+# Reads with 0, 1 and 2 replicas, each server on cores of its own, from the same bundle:
+#   bench/overhead.sh --bundle /opt/b --targets direct,pooled,routed1,routed \
+#     --workloads "oltp_read_only oltp_point_select" --threads "16 64" --skip-trx --out bench/results/replicas
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_TARGETS="direct gatekeeper gatekeeper-admission gatekeeper-pooled gatekeeper-routed gatekeeper-baseline haproxy proxysql"
+ALL_TARGETS="direct gatekeeper gatekeeper-admission gatekeeper-pooled gatekeeper-routed1 gatekeeper-routed gatekeeper-baseline haproxy proxysql"
 TARGETS=$ALL_TARGETS WORKLOADS="oltp_point_select oltp_read_only oltp_read_write" THREADS="1 16 64"
 ROUNDS=3 TIME=10 WARMUP=3 TABLES='' TABLE_SIZE='' OUT=bench/results/overhead BUNDLE='' PIN=auto
-DB_CPUS='' PROXY_CPUS='' SB_CPUS='' PROXY_THREADS='' PS_MODE=auto SKIP_TRX=off
+DB_CPUS='' PROXY_CPUS='' SB_CPUS='' REPLICA_CPUS='' PROXY_THREADS='' PS_MODE=auto SKIP_TRX=off
 # The command as run, for the report: the overriding environment and the arguments, quoted.
 ARGS=''
 for v in GK_PRIMARY MARIADBD MARIADB SYSBENCH HAPROXY GATEKEEPER GATEKEEPER_BASELINE PROXYSQL PROXYSQL_LIB PROXYSQL_TGZ; do
@@ -94,6 +104,7 @@ while [ $# -gt 0 ]; do
 	--db-cpus) DB_CPUS=$2 ;;
 	--proxy-cpus) PROXY_CPUS=$2 ;;
 	--sysbench-cpus) SB_CPUS=$2 ;;
+	--replica-cpus) REPLICA_CPUS=$2 ;;
 	--proxy-threads) PROXY_THREADS=$2 ;;
 	--ps-mode) PS_MODE=$2 ;;
 	--bundle) BUNDLE=$2 ;;
@@ -112,8 +123,9 @@ for t in ${TARGETS//,/ }; do
 	admission) wanted="$wanted gatekeeper-admission" ;;
 	pooled) wanted="$wanted gatekeeper-pooled" ;;
 	routed) wanted="$wanted gatekeeper-routed" ;;
+	routed1) wanted="$wanted gatekeeper-routed1" ;;
 	baseline) wanted="$wanted gatekeeper-baseline" ;;
-	direct | gatekeeper | gatekeeper-admission | gatekeeper-pooled | gatekeeper-routed | gatekeeper-baseline | haproxy | proxysql) wanted="$wanted $t" ;;
+	direct | gatekeeper | gatekeeper-admission | gatekeeper-pooled | gatekeeper-routed1 | gatekeeper-routed | gatekeeper-baseline | haproxy | proxysql) wanted="$wanted $t" ;;
 	*) fail "unknown target '$t'; the targets are: $ALL_TARGETS" ;;
 	esac
 done
@@ -122,6 +134,7 @@ for t in $ALL_TARGETS; do [[ " $wanted " == *" $t "* ]] && TARGETS="$TARGETS $t"
 TARGETS=${TARGETS# }
 [[ " $TARGETS " == *" direct "* ]] || fail "--targets must include direct: every figure is read against it"
 wants() { [[ " $TARGETS " == *" $1 "* ]]; }
+routes() { wants gatekeeper-routed || wants gatekeeper-routed1; }
 for n in "$ROUNDS" "$TIME" $THREADS; do
 	[[ $n =~ ^[1-9][0-9]*$ ]] || fail "--rounds, --time and --threads take positive whole numbers, not '$n'"
 done
@@ -133,7 +146,12 @@ NPROC=$(nproc)
 [ "$PIN" = auto ] && { [ "$NPROC" -ge 8 ] && PIN=yes || PIN=no; }
 if [ "$PIN" = yes ]; then
 	command -v taskset >/dev/null || fail "taskset is not installed (util-linux); give --no-pin to run unpinned"
-	if [ "$NPROC" -ge 8 ]; then
+	if [ "$NPROC" -ge 12 ] && routes && [ -z "$DB_CPUS$PROXY_CPUS$SB_CPUS$REPLICA_CPUS" ]; then
+		# Three database servers on cores of their own, so that replicas add capacity.
+		db=$((NPROC / 5)) px=$((NPROC / 4))
+		DB_CPUS=0-$((db - 1)) REPLICA_CPUS="$db-$((2 * db - 1)) $((2 * db))-$((3 * db - 1))"
+		PROXY_CPUS=$((3 * db))-$((3 * db + px - 1)) SB_CPUS=$((3 * db + px))-$((NPROC - 1))
+	elif [ "$NPROC" -ge 8 ]; then
 		px=$((NPROC / 4)) db=$(((NPROC - NPROC / 4 + 1) / 2))
 		DB_CPUS=${DB_CPUS:-0-$((db - 1))}
 		PROXY_CPUS=${PROXY_CPUS:-$db-$((db + px - 1))}
@@ -148,6 +166,14 @@ if [ "$PIN" = yes ]; then
 	PROXY_THREADS=${PROXY_THREADS:-$(count_cpus "$PROXY_CPUS")}
 	ON_DB=(taskset -c "$DB_CPUS") ON_PROXY=(taskset -c "$PROXY_CPUS") ON_SB=(taskset -c "$SB_CPUS")
 	SPLIT="database $DB_CPUS, proxies $PROXY_CPUS ($PROXY_THREADS threads each), sysbench $SB_CPUS"
+	if routes; then
+		read -r -a ON_REPLICA <<<"$REPLICA_CPUS"
+		if [ ${#ON_REPLICA[@]} -eq 2 ] && [ -n "$BUNDLE" ]; then
+			SPLIT="primary $DB_CPUS, replicas ${ON_REPLICA[0]} and ${ON_REPLICA[1]}, proxies $PROXY_CPUS ($PROXY_THREADS threads each), sysbench $SB_CPUS"
+		else
+			SPLIT="$SPLIT; the replicas not pinned (they are pinned where --bundle starts them, to --replica-cpus)"
+		fi
+	fi
 else
 	PROXY_THREADS=${PROXY_THREADS:-$((NPROC < 4 ? NPROC : 4))}
 	ON_DB=() ON_PROXY=() ON_SB=()
@@ -182,7 +208,7 @@ if wants haproxy && ! "${LIBS[@]}" "$HAPROXY" -v >/dev/null 2>&1; then
 	"${LIBS[@]}" "$HAPROXY" -v >/dev/null 2>&1 ||
 		fail "HAProxy ($HAPROXY) does not run and could not be installed: apt-get install haproxy, give HAPROXY=/path, or leave it out with --targets"
 fi
-if wants gatekeeper || wants gatekeeper-admission || wants gatekeeper-pooled || wants gatekeeper-routed || wants gatekeeper-baseline; then
+if wants gatekeeper || wants gatekeeper-admission || wants gatekeeper-pooled || routes || wants gatekeeper-baseline; then
 	if [ -z "${GATEKEEPER:-}" ]; then
 		make -s build || fail "make build failed; fix the build or give GATEKEEPER=/path"
 		GATEKEEPER=bin/gatekeeper
@@ -212,19 +238,43 @@ wait_ready() {
 	exit 1
 }
 
-if [ -n "$BUNDLE" ]; then # a single MariaDB of our own, from the bundle's data directory
-	tar xzf "$BUNDLE/datadir.tgz" -C "$WORK"
-	"${ON_DB[@]}" "${LIBS[@]}" "$MARIADBD" --no-defaults --datadir="$WORK/devdd" --socket="$WORK/mariadb.sock" \
-		--port="$PRIMARY_PORT" --bind-address=127.0.0.1 --user=root --lc-messages-dir="$BUNDLE/share/mysql" \
+# bundle_server NAME PORT SERVER_ID CPUS [ARGS...] starts a MariaDB of our own from the
+# bundle's data directory, with a binary log for replication, on the processors CPUS ("": any).
+bundle_server() {
+	local name=$1 port=$2 id=$3 cpus=$4 on=()
+	shift 4
+	[ -n "$cpus" ] && on=(taskset -c "$cpus")
+	mkdir -p "$WORK/$name"
+	tar xzf "$BUNDLE/datadir.tgz" -C "$WORK/$name"
+	"${on[@]}" "${LIBS[@]}" "$MARIADBD" --no-defaults --datadir="$WORK/$name/devdd" --socket="$WORK/$name.sock" \
+		--port="$port" --bind-address=127.0.0.1 --user=root --lc-messages-dir="$BUNDLE/share/mysql" \
 		--character-sets-dir="$BUNDLE/share/mysql/charsets" --max-connections=4000 --innodb-buffer-pool-size=4G \
-		--innodb-flush-log-at-trx-commit=2 --thread-cache-size=512 >"$WORK/mariadb.log" 2>&1 &
+		--innodb-flush-log-at-trx-commit=2 --thread-cache-size=512 --server-id="$id" --log-bin="$WORK/$name/binlog" \
+		--binlog-format=ROW --sync-binlog=0 "$@" >"$WORK/$name.log" 2>&1 &
 	PIDS+=($!)
-	wait_ready mariadb "$PRIMARY_PORT" $! "$WORK/mariadb.log"
+	wait_ready "$name" "$port" $! "$WORK/$name.log"
+}
+if [ -n "$BUNDLE" ]; then # MariaDB of our own, from the bundle's data directory
+	bundle_server mariadb "$PRIMARY_PORT" 1 "$DB_CPUS"
+	if routes; then # two replicas, from the same data directory, replicating all the primary logs
+		GK_REPLICA1=127.0.0.1:$(free_port) GK_REPLICA2=127.0.0.1:$(free_port)
+		read -r -a ON_REPLICA <<<"${REPLICA_CPUS:-}"
+		for i in 1 2; do
+			r=GK_REPLICA$i
+			bundle_server "replica$i" "${!r##*:}" $((i + 1)) "${ON_REPLICA[$((i - 1))]:-}" --read-only=1
+			"${LIBS[@]}" "$MARIADB" --no-defaults -h127.0.0.1 -P"${!r##*:}" -u"$GK_USER" -p"$GK_PASSWORD" -e "
+				SET GLOBAL gtid_slave_pos = '';
+				CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$PRIMARY_PORT, MASTER_USER='$GK_USER',
+					MASTER_PASSWORD='$GK_PASSWORD', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
+				START SLAVE;" || fail "replication could not start on replica $i"
+		done
+		export GK_REPLICA1 GK_REPLICA2
+	fi
 elif [ "$PIN" = yes ] && ! pin_primary "$DB_CPUS"; then
 	SPLIT="$SPLIT; the database is not on this machine, not pinned"
 fi
 
-declare -A PORT_OF=([direct]=$PRIMARY_PORT) PID_OF=()
+declare -A PORT_OF=([direct]=$PRIMARY_PORT) PID_OF=() ADMIN_OF=()
 MAX_THREADS=$(echo "$THREADS" | tr ' ' '\n' | sort -n | tail -n 1)
 # start NAME LOG COMMAND...: starts a proxy on the proxies' cores; PORT_OF[NAME] must be set.
 start() {
@@ -242,7 +292,7 @@ start_gatekeeper() { # start_gatekeeper NAME [VAR=VALUE...]
 	[ "$name" = gatekeeper-baseline ] && bin=$GATEKEEPER_BASELINE
 	PORT_OF[$name]=$(free_port)
 	start "$name" "$WORK/$name.log" env GOMAXPROCS="$PROXY_THREADS" "$@" "$bin" serve \
-		--primary "$GK_PRIMARY" --listen 127.0.0.1:"${PORT_OF[$name]}" --admin-listen ""
+		--primary "$GK_PRIMARY" --listen 127.0.0.1:"${PORT_OF[$name]}" --admin-listen "${ADMIN_OF[$name]:+127.0.0.1:${ADMIN_OF[$name]}}"
 }
 wants gatekeeper && start_gatekeeper gatekeeper GATEKEEPER_MODE=passthrough GATEKEEPER_ADMISSION_ENABLED=false
 wants gatekeeper-admission && start_gatekeeper gatekeeper-admission GATEKEEPER_MODE=passthrough \
@@ -251,15 +301,20 @@ if wants gatekeeper-baseline; then
 	[ -n "${GATEKEEPER_BASELINE:-}" ] && "$GATEKEEPER_BASELINE" version >/dev/null 2>&1 ||
 		fail "gatekeeper-baseline runs the binary GATEKEEPER_BASELINE=/path, which is not set or does not run"
 fi
-if wants gatekeeper-pooled || wants gatekeeper-routed || wants gatekeeper-baseline; then
+if wants gatekeeper-pooled || routes || wants gatekeeper-baseline; then
 	(umask 077 && printf 'users:\n  - user: %s\n    password: %s\n' "$GK_USER" "$GK_PASSWORD" >"$WORK/users.yaml")
 fi
-if wants gatekeeper-routed; then
+if routes; then
 	[ -n "${GK_REPLICA1:-}" ] && [ -n "${GK_REPLICA2:-}" ] ||
 		fail "gatekeeper-routed needs the replicas of GK_REPLICA1 and GK_REPLICA2 (scripts/test-backends.sh up gives them); leave it out with --targets"
-	start_gatekeeper gatekeeper-routed GATEKEEPER_MODE=pooled GATEKEEPER_ADMISSION_ENABLED=false GATEKEEPER_AUTH_USERS_FILE="$WORK/users.yaml" \
-		GATEKEEPER_POOLS_MAX_OPEN="$MAX_THREADS" GATEKEEPER_POOLS_MAX_IDLE="$MAX_THREADS" \
-		GATEKEEPER_BACKENDS_REPLICAS="$GK_REPLICA1,$GK_REPLICA2" GATEKEEPER_MONITOR_USER="$GK_USER" GATEKEEPER_MONITOR_PASSWORD="$GK_PASSWORD"
+	start_routed() { # start_routed NAME REPLICAS; its metrics say where the reads went
+		ADMIN_OF[$1]=$(free_port)
+		start_gatekeeper "$1" GATEKEEPER_MODE=pooled GATEKEEPER_ADMISSION_ENABLED=false GATEKEEPER_AUTH_USERS_FILE="$WORK/users.yaml" \
+			GATEKEEPER_POOLS_MAX_OPEN="$MAX_THREADS" GATEKEEPER_POOLS_MAX_IDLE="$MAX_THREADS" \
+			GATEKEEPER_BACKENDS_REPLICAS="$2" GATEKEEPER_MONITOR_USER="$GK_USER" GATEKEEPER_MONITOR_PASSWORD="$GK_PASSWORD"
+	}
+	wants gatekeeper-routed1 && start_routed gatekeeper-routed1 "$GK_REPLICA1"
+	wants gatekeeper-routed && start_routed gatekeeper-routed "$GK_REPLICA1,$GK_REPLICA2"
 fi
 if wants gatekeeper-baseline; then
 	start_gatekeeper gatekeeper-baseline GATEKEEPER_MODE=pooled GATEKEEPER_ADMISSION_ENABLED=false GATEKEEPER_AUTH_USERS_FILE="$WORK/users.yaml" \
@@ -376,7 +431,7 @@ measure() {
 echo "bench/overhead.sh: preparing $TABLES tables of $TABLE_SIZE rows; $SPLIT" >&2
 sb oltp_read_write "$PRIMARY_PORT" 4 0 cleanup >/dev/null 2>&1 || true
 sb oltp_read_write "$PRIMARY_PORT" "$TABLES" 0 prepare >"$WORK/prepare.log" 2>&1 || { tail -n 20 "$WORK/prepare.log" >&2; fail "sysbench prepare failed"; }
-if wants gatekeeper-routed; then # the tables went to the primary behind the proxy's back
+if routes; then # the tables went to the primary behind the proxy's back
 	pos=$("${LIBS[@]}" "$MARIADB" --no-defaults -h127.0.0.1 -P"$PRIMARY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -N -e 'SELECT @@gtid_binlog_pos')
 	for r in "$GK_REPLICA1" "$GK_REPLICA2"; do
 		got=$("${LIBS[@]}" "$MARIADB" --no-defaults -h"${r%:*}" -P"${r##*:}" -u"$GK_USER" -p"$GK_PASSWORD" -N -e "SELECT MASTER_GTID_WAIT('$pos', 120)")
@@ -419,6 +474,22 @@ for w in $WORKLOADS; do
 	done
 done
 sb oltp_read_write "$PRIMARY_PORT" 4 0 cleanup >/dev/null 2>&1 || true
+
+# replica_share NAME prints the share of the reads gatekeeper NAME counted
+# (gatekeeper_reads_total, writes left out) that went to a replica.
+replica_share() {
+	local metrics
+	metrics=$(curl -sf "http://127.0.0.1:${ADMIN_OF[$1]}/metrics" 2>/dev/null ||
+		python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+			"http://127.0.0.1:${ADMIN_OF[$1]}/metrics" 2>/dev/null) || { echo "not read"; return; }
+	awk -v primary="$GK_PRIMARY" '/^gatekeeper_reads_total\{/ && !/reason="write"/ {
+		all += $NF; if ($0 !~ "backend=\"" primary "\"") rep += $NF
+	} END { if (all > 0) printf "%.1f%% of %d", 100 * rep / all, all; else print "no reads counted" }' <<<"$metrics"
+}
+SHARES=
+for t in gatekeeper-routed1 gatekeeper-routed; do
+	wants "$t" && SHARES="$SHARES${SHARES:+; }$t $(replica_share "$t")"
+done
 
 # The plots: drawn by bench/cmd/overhead when Go is here; elsewhere the README says how to
 # draw them from the CSV later.
@@ -537,7 +608,9 @@ report() {
 	echo "gatekeeper-admission is the same with admission on, capacity auto;"
 	echo "gatekeeper-pooled is pooled mode with pools.max_open $MAX_THREADS, admission off;"
 	wants gatekeeper-baseline && echo "gatekeeper-baseline is pooled mode as gatekeeper-pooled, from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}');"
+	wants gatekeeper-routed1 && echo "gatekeeper-routed1 is the same routing autocommit reads to one replica (strong consistency);"
 	wants gatekeeper-routed && echo "gatekeeper-routed is the same routing autocommit reads to two replicas (strong consistency);"
+	[ -n "$SHARES" ] && echo "reads the routing proxies sent to replicas, over the whole run: $SHARES;"
 	echo "haproxy is mode tcp with nbthread $PROXY_THREADS; proxysql runs threads=$PROXY_THREADS with no query"
 	echo "rules and monitoring off. Every run is in [results.csv](results.csv)."
 	echo
