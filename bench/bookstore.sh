@@ -11,7 +11,8 @@
 # the short sweep of make bench-quick (under 5 minutes), written to
 # bench/results/bookstore-quick. Uses the backends of GK_PRIMARY when set, else starts its
 # own (replication stopped, so that the replicas do not replay the writes on the same
-# cores) and stops them at the end. --db-cpus runs the primary on the processors of a taskset
+# cores, unless a routed-N mode reads from them) and stops them at the end. The modes
+# pooled and routed-1, routed-2 (--mix browsing) measure reads with 0, 1 and 2 replicas. --db-cpus runs the primary on the processors of a taskset
 # list and --client-cpus the load generator and the proxies on others, so that they do not
 # take processor time from the database (the primary must run on this machine).
 set -euo pipefail
@@ -38,7 +39,8 @@ done
 
 . bench/lib.sh
 bench_setup 43306
-if [ -n "${OWN_BACKENDS:-}" ]; then
+# The routed-N modes read from the replicas, which then must replicate.
+if [ -n "${OWN_BACKENDS:-}" ] && [[ " $ALL " != *routed-* ]]; then
 	for r in "$GK_REPLICA1" "$GK_REPLICA2"; do
 		mariadb --no-defaults -h"${r%:*}" -P"${r##*:}" -u"$GK_USER" -p"$GK_PASSWORD" -e 'STOP ALL SLAVES'
 	done

@@ -54,6 +54,8 @@ type options struct {
 	calibrate                         calibration
 	// dbPID is the database server's process, when it runs on this machine (0: not).
 	dbPID int
+	// replicas are where the routed-N modes send reads, the first N of them.
+	replicas []string
 }
 
 func main() {
@@ -89,8 +91,9 @@ func parseInts(s string) ([]int, error) {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("scenario", flag.ContinueOnError)
-	var modes, clients string
+	var modes, clients, replicas string
 	fs.StringVar(&o.primary, "primary", os.Getenv("GK_PRIMARY"), "the MariaDB primary, host:port (default $GK_PRIMARY)")
+	fs.StringVar(&replicas, "replicas", os.Getenv("GK_REPLICAS"), "replicas of the primary, host:port separated by commas, for the routed-N modes (default $GK_REPLICAS)")
 	fs.StringVar(&o.user, "user", envOr("GK_USER", "gk"), "database user (default $GK_USER)")
 	fs.StringVar(&o.password, "password", envOr("GK_PASSWORD", "gk"), "its password (default $GK_PASSWORD)")
 	fs.StringVar(&o.database, "database", "bookstore", "database to load the bookstore into")
@@ -137,6 +140,16 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.modes, err = parseModes(modes); err != nil {
 		return o, err
+	}
+	for r := range strings.SplitSeq(replicas, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			o.replicas = append(o.replicas, r)
+		}
+	}
+	for _, m := range o.modes {
+		if m.Replicas > len(o.replicas) {
+			return o, fmt.Errorf("--modes: %s routes reads to %d replicas, and --replicas (or GK_REPLICAS) names %d", m.Name, m.Replicas, len(o.replicas))
+		}
 	}
 	if err := o.assignReserve(); err != nil {
 		return o, err
@@ -244,7 +257,8 @@ func run(ctx context.Context, o options) error {
 			o.backendCPUs = n
 		}
 	}
-	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Capacity: o.capacity,
+	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Replicas: o.replicas,
+		User: o.user, Password: o.password, Capacity: o.capacity,
 		QueueTimeout: o.queueTimeout, Reserve: o.reserve, Weight: o.weight, TypeKey: o.typeKey,
 		BackendCPUs: o.backendCPUs, Dir: dir}
 	if o.capacity == 0 {
@@ -366,7 +380,41 @@ func loadBookstore(ctx context.Context, o options, progress io.Writer) error {
 		fmt.Fprintf(progress, "load: %v; loading again\n", err)
 		time.Sleep(2 * time.Second)
 	}
+	if o.routes() {
+		if err := waitReplicas(ctx, o, db); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(progress, "loaded %d items, %d customers in %s\n", o.scale.Items, o.scale.Customers, time.Since(t0).Round(time.Second))
+	return nil
+}
+
+// routes tells whether a mode routes reads to replicas.
+func (o options) routes() bool {
+	return slices.ContainsFunc(o.modes, func(m mode) bool { return m.Replicas > 0 })
+}
+
+// waitReplicas waits until every replica has applied what the primary (db) has, so that a
+// run routing reads starts on a bookstore the replicas have whole.
+func waitReplicas(ctx context.Context, o options, db *sql.DB) error {
+	var pos string
+	if err := db.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+		return fmt.Errorf("the primary's position: %w", err)
+	}
+	for _, r := range o.replicas {
+		c := mysql.NewConfig()
+		c.User, c.Passwd, c.Net, c.Addr = o.user, o.password, "tcp", r
+		rdb, err := sql.Open("mysql", c.FormatDSN())
+		if err != nil {
+			return err
+		}
+		var got int
+		err = rdb.QueryRowContext(ctx, "SELECT MASTER_GTID_WAIT(?, 600)", pos).Scan(&got)
+		rdb.Close()
+		if err != nil || got != 0 {
+			return fmt.Errorf("replica %s did not apply the loaded bookstore (%s) within 10 minutes: %v; is it replicating?", r, pos, err)
+		}
+	}
 	return nil
 }
 
@@ -432,6 +480,11 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 	r.ExecMS = map[string]float64{}
 	for _, c := range r.Result.Classes {
 		r.ExecMS[c.Name] = execMS(before, after, c.Name, c.Completed+c.Failed+c.TimedOut)
+	}
+	if m.Replicas > 0 {
+		if share, n, err := p.replicaShare(o.primary); err == nil {
+			fmt.Fprintf(os.Stderr, "%-14s %.1f%% of %d reads on replicas (warm-up included)\n", m.Name, 100*share, n)
+		}
 	}
 	return r, ctx.Err()
 }

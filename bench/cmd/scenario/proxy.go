@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -35,13 +37,17 @@ type mode struct {
 	Calibrated bool
 	// Reserve: the mode takes the quick-request reserve of --reserve-floor.
 	Reserve bool
+	// Pooled: gatekeeper in pooled mode, routing autocommit reads and read-only
+	// transactions to the first Replicas of --replicas (0: none, every read on the primary).
+	Pooled   bool
+	Replicas int
 }
 
 // admissionModes names the admission modes parseModes knows, for its errors.
 const admissionModes = "fifo, sjf, sjf-aging-X, sjf-last-call-D"
 
-// parseModes reads a comma-separated list: direct, passthrough, fifo, sjf, sjf-aging-X,
-// sjf-last-call-D; an
+// parseModes reads a comma-separated list: direct, passthrough, pooled, routed-N, fifo, sjf,
+// sjf-aging-X, sjf-last-call-D; an
 // admission mode may name its own capacity after @, as in fifo@360ms, and take the reserve
 // with +reserve at the end, as in sjf@80ms+reserve.
 func parseModes(s string) ([]mode, error) {
@@ -76,6 +82,14 @@ func parseModes(s string) ([]mode, error) {
 		case name == "direct":
 		case name == "passthrough":
 			m.Proxy = true
+		case name == "pooled":
+			m.Proxy, m.Pooled = true, true
+		case strings.HasPrefix(name, "routed-"):
+			n, err := strconv.Atoi(strings.TrimPrefix(name, "routed-"))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("--modes: %s: the number of replicas after routed- must be a positive whole number, as in routed-2", name)
+			}
+			m.Proxy, m.Pooled, m.Replicas = true, true, n
 		case name == "fifo" || name == "sjf":
 			m.Proxy, m.Admission, m.Discipline = true, true, name
 		case strings.HasPrefix(name, "sjf-aging-"):
@@ -91,7 +105,7 @@ func parseModes(s string) ([]mode, error) {
 			}
 			m.Proxy, m.Admission, m.Discipline, m.LastCall = true, true, "sjf", d
 		default:
-			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough or an admission mode (%s), an admission mode with its own capacity (or auto) after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve or sjf@auto", m.Name, admissionModes)
+			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, pooled, routed-N or an admission mode (%s), an admission mode with its own capacity (or auto) after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve or sjf@auto", m.Name, admissionModes)
 		}
 		if (m.Capacity > 0 || m.Auto) && !m.Admission {
 			return nil, fmt.Errorf("--modes: %s: only an admission mode (%s) has a capacity", m.Name, admissionModes)
@@ -133,13 +147,17 @@ func (r reserveSettings) yaml() string {
 // proxySettings are the proxy's settings common to every mode.
 type proxySettings struct {
 	Binary, Primary string
-	Capacity        time.Duration
-	QueueTimeout    time.Duration
-	Reserve         reserveSettings
-	Weight          float64
-	TypeKey         string // classify.type_key: tag or tag_digest; empty is tag
-	BackendCPUs     int
-	Dir             string
+	// Replicas, User and Password serve the pooled modes: the replicas they may route
+	// to, and the account the proxy reads positions with.
+	Replicas       []string
+	User, Password string
+	Capacity       time.Duration
+	QueueTimeout   time.Duration
+	Reserve        reserveSettings
+	Weight         float64
+	TypeKey        string // classify.type_key: tag or tag_digest; empty is tag
+	BackendCPUs    int
+	Dir            string
 }
 
 // typeKey is the proxy's classify.type_key.
@@ -170,8 +188,21 @@ func freePort() (string, error) {
 func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: %s\nadmin:\n  listen: %s\nbackends:\n  primary: %s\n", listen, adminAddr, s.Primary)
+	if m.Replicas > 0 {
+		b.WriteString("  replicas:\n")
+		for _, r := range s.Replicas[:m.Replicas] {
+			fmt.Fprintf(&b, "    - %s\n", r)
+		}
+	}
 	fmt.Fprintf(&b, "classify:\n  type_key: %s\nestimator:\n  weight: %g\n  backend_cpus: %d\nlog:\n  level: warn\n",
 		s.typeKey(), s.Weight, s.BackendCPUs)
+	if m.Pooled {
+		fmt.Fprintf(&b, "mode: pooled\nauth:\n  from_backend: true\npools:\n  max_open: 1000\n  max_idle: 1000\n")
+		fmt.Fprintf(&b, "monitor:\n  user: %q\n  password: %q\n", s.User, s.Password)
+		if m.Replicas > 0 {
+			b.WriteString("routing:\n  enabled: true\n")
+		}
+	}
 	fmt.Fprintf(&b, "admission:\n  enabled: %t\n", m.Admission)
 	if m.Admission {
 		capacity := s.Capacity.String()
@@ -247,6 +278,45 @@ func (p *proxyProcess) stop() {
 		_ = p.cmd.Process.Kill()
 		<-done
 	}
+}
+
+// replicaShare reads from the proxy's metrics the share of the reads it counted
+// (gatekeeper_reads_total, writes left out) that went to a backend other than primary, and
+// their number.
+func (p *proxyProcess) replicaShare(primary string) (share float64, reads int, err error) {
+	resp, err := http.Get("http://" + p.Admin + "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	return readsShare(string(b), primary)
+}
+
+// readsShare reads gatekeeper_reads_total out of metrics in the text format.
+func readsShare(metrics, primary string) (share float64, reads int, err error) {
+	var all, replicas float64
+	for line := range strings.SplitSeq(metrics, "\n") {
+		if !strings.HasPrefix(line, "gatekeeper_reads_total{") || strings.Contains(line, `reason="write"`) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("metrics: %q: %w", line, err)
+		}
+		all += v
+		if !strings.Contains(line, `backend="`+primary+`"`) {
+			replicas += v
+		}
+	}
+	if all == 0 {
+		return 0, 0, errors.New("metrics: no reads counted")
+	}
+	return replicas / all, int(all), nil
 }
 
 // typeTotal is a type's unit count and summed backend busy time.

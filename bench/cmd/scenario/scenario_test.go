@@ -41,10 +41,67 @@ func TestParseModes(t *testing.T) {
 		"passthrough+reserve":      "takes the reserve",
 		"sjf+reserve@1s":           "only suffix",
 		"sjf@80ms+reserve+reserve": "comes once",
+		"routed-0":                 "positive whole number",
+		"routed-x":                 "positive whole number",
+		"routed-2@1s":              "only an admission mode",
 	} {
 		_, err := parseModes(in)
 		require.ErrorContains(t, err, msg, in)
 	}
+}
+
+func TestRoutedModes(t *testing.T) {
+	ms, err := parseModes("pooled,routed-1,routed-2")
+	require.NoError(t, err)
+	require.Equal(t, []mode{
+		{Name: "pooled", Proxy: true, Pooled: true},
+		{Name: "routed-1", Proxy: true, Pooled: true, Replicas: 1},
+		{Name: "routed-2", Proxy: true, Pooled: true, Replicas: 2},
+	}, ms)
+	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,routed-2", "--replicas", "127.0.0.1:2"})
+	require.ErrorContains(t, err, "names 1")
+	o, err := parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,routed-2", "--replicas", "127.0.0.1:2, 127.0.0.1:3"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"127.0.0.1:2", "127.0.0.1:3"}, o.replicas)
+	require.True(t, o.routes())
+
+	s := proxySettings{Primary: "127.0.0.1:1", Replicas: o.replicas, User: "gk", Password: "pw"}
+	var got struct {
+		Mode     string
+		Backends struct {
+			Primary  string
+			Replicas []string
+		}
+		Auth struct {
+			FromBackend bool `yaml:"from_backend"`
+		}
+		Monitor struct{ User, Password string }
+		Routing struct{ Enabled bool }
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(ms[1], s, "127.0.0.1:8", "127.0.0.1:9")), &got))
+	require.Equal(t, "pooled", got.Mode)
+	require.Equal(t, []string{"127.0.0.1:2"}, got.Backends.Replicas, "routed-1 routes to the first replica")
+	require.True(t, got.Auth.FromBackend)
+	require.Equal(t, "gk", got.Monitor.User)
+	require.True(t, got.Routing.Enabled)
+	got.Backends.Replicas = nil
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(ms[0], s, "127.0.0.1:8", "127.0.0.1:9")), &got))
+	require.Empty(t, got.Backends.Replicas, "pooled routes nothing")
+}
+
+func TestReadsShare(t *testing.T) {
+	metrics := `# HELP gatekeeper_reads_total Units by the backend they went to and why.
+gatekeeper_reads_total{backend="127.0.0.1:1",reason="fell_back_to_primary"} 5
+gatekeeper_reads_total{backend="127.0.0.1:1",reason="write"} 100
+gatekeeper_reads_total{backend="127.0.0.1:2",reason="routed"} 90
+gatekeeper_reads_total{backend="127.0.0.1:3",reason="waited"} 5
+`
+	share, n, err := readsShare(metrics, "127.0.0.1:1")
+	require.NoError(t, err)
+	require.Equal(t, 100, n)
+	require.InDelta(t, 0.95, share, 1e-9)
+	_, _, err = readsShare("", "127.0.0.1:1")
+	require.Error(t, err)
 }
 
 func TestParseFlagsGivesTheReserveToTheMarkedModes(t *testing.T) {
