@@ -68,6 +68,29 @@ func waitRoutable(t *testing.T, p *testProxy) {
 	})
 }
 
+// waitCaughtUp waits until every replica of the proxy has applied what the primary has.
+func waitCaughtUp(t *testing.T, p *testProxy) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the replicas to catch up", func() bool {
+		for _, b := range p.Router().Replicas() {
+			if b.Status().LagTxns > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// rowTable creates the test's table on the primary (direct), with one row: id 1, v 0.
+func rowTable(t *testing.T, direct *sql.DB) string {
+	t.Helper()
+	tbl := tableName(t)
+	mustExec(t, direct, "DROP TABLE IF EXISTS "+tbl)
+	mustExec(t, direct, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, v INT NOT NULL)")
+	mustExec(t, direct, "INSERT INTO "+tbl+" VALUES (1, 0)")
+	return tbl
+}
+
 // Strong consistency: a read on one connection sees the write another connection had
 // acknowledged, through a trigger, a cascade, a view and a stored function too, while one replica's applier
 // is stopped; and reads still go to the replicas.
@@ -152,20 +175,10 @@ func TestRoutingReadsSeeAcknowledgedWrites(t *testing.T) {
 func TestRoutingConsistencyModes(t *testing.T) {
 	direct := openDB(t, env.Primary, "")
 	defer direct.Close()
-	tbl := tableName(t)
-	mustExec(t, direct, "DROP TABLE IF EXISTS "+tbl)
-	mustExec(t, direct, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, v INT NOT NULL)")
-	mustExec(t, direct, "INSERT INTO "+tbl+" VALUES (1, 0)")
+	tbl := rowTable(t, direct)
 	p := routedProxy(t, []string{env.Replica1, env.Replica2}, nil)
 	waitRoutable(t, p)
-	waitFor(t, 10*time.Second, "the replicas to have the row", func() bool {
-		for _, b := range p.Router().Replicas() {
-			if b.Status().LagTxns > 0 {
-				return false
-			}
-		}
-		return true
-	})
+	waitCaughtUp(t, p)
 	writer, reader := oneConn(t, p.Addr), oneConn(t, p.Addr)
 	defer writer.Close()
 	defer reader.Close()
@@ -282,9 +295,7 @@ func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
 		c.Admission.QueueTimeout = 10 * time.Second
 	})
 	waitRoutable(t, p)
-	waitFor(t, 10*time.Second, "the replica to have the tables", func() bool {
-		return p.Router().Replicas()[0].Status().LagTxns == 0
-	})
+	waitCaughtUp(t, p)
 	ctls := p.BackendAdmission()
 	require.Len(t, ctls, 2)
 	// Measured once, the read's type is not a probe that others of its type wait for.
@@ -402,22 +413,12 @@ func TestRoutingReplicaLostMidResult(t *testing.T) {
 func TestRoutingReadOnlyTransactions(t *testing.T) {
 	direct := openDB(t, env.Primary, "")
 	defer direct.Close()
-	tbl := tableName(t)
-	mustExec(t, direct, "DROP TABLE IF EXISTS "+tbl)
-	mustExec(t, direct, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, v INT NOT NULL)")
-	mustExec(t, direct, "INSERT INTO "+tbl+" VALUES (1, 0)")
+	tbl := rowTable(t, direct)
 	var primaryID int
 	require.NoError(t, direct.QueryRow("SELECT @@server_id").Scan(&primaryID))
 	p := routedProxy(t, []string{env.Replica1, env.Replica2}, nil)
 	waitRoutable(t, p)
-	waitFor(t, 10*time.Second, "the replicas to have the row", func() bool {
-		for _, b := range p.Router().Replicas() {
-			if b.Status().LagTxns > 0 {
-				return false
-			}
-		}
-		return true
-	})
+	waitCaughtUp(t, p)
 	db := oneConn(t, p.Addr)
 	defer db.Close()
 	serverIn := func(begin string) int {
