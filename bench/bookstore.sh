@@ -3,7 +3,8 @@
 # gatekeeper in passthrough and in each admission mode, closed loop over a sweep of client
 # counts and open loop at 0.9 of the peak; writes CSV, a markdown report and PNG plots.
 #
-#   bench/bookstore.sh [--quick] [--capacity D] [--db-cpus L --client-cpus L] [any flag of bench/cmd/scenario]
+#   bench/bookstore.sh [--quick] [--capacity D] [--db-cpus L --client-cpus L] [--replica-cpus "L L"]
+#                      [--bundle DIR] [any flag of bench/cmd/scenario]
 #
 # Without --capacity, gatekeeper calibrate first finds each admission mode's capacity with
 # the same workload, under the mode's own discipline and aging (--quick takes 180ms for all,
@@ -15,10 +16,16 @@
 # pooled and routed-1, routed-2 (--mix browsing) measure reads with 0, 1 and 2 replicas. --db-cpus runs the primary on the processors of a taskset
 # list and --client-cpus the load generator and the proxies on others, so that they do not
 # take processor time from the database (the primary must run on this machine).
+#
+# --bundle DIR runs the database servers of a devbench bundle unpacked at DIR (see
+# bench/overhead.sh), for a machine that has nothing else: the primary, and two replicas
+# replicating it when a routed-N mode is asked for (--replica-cpus pins them). Without Go
+# there, give the binaries built beforehand: GATEKEEPER, SCENARIO (bench/cmd/scenario) and
+# BOOKSTORE (bench/cmd/bookstore).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-QUICK=no CAPACITY= OUT= DB_CPUS= CLIENT_CPUS=
+QUICK=no CAPACITY= OUT= DB_CPUS= CLIENT_CPUS= REPLICA_CPUS= BUNDLE=
 ARGS=()
 ALL="$*"
 while [ $# -gt 0 ]; do
@@ -32,13 +39,29 @@ while [ $# -gt 0 ]; do
 	--capacity=*) CAPACITY=${1#*=}; shift ;;
 	--db-cpus) DB_CPUS=$2; shift 2 ;;
 	--client-cpus) CLIENT_CPUS=$2; shift 2 ;;
+	--replica-cpus) REPLICA_CPUS=$2; shift 2 ;;
+	--bundle) BUNDLE=$2; shift 2 ;;
 	--out) OUT=$2; ARGS+=("$1" "$2"); shift 2 ;;
 	*) ARGS+=("$1"); shift ;;
 	esac
 done
 
 . bench/lib.sh
+LIBS=()
+if [ -n "$BUNDLE" ]; then
+	[ -x "$BUNDLE/bin/mariadbd" ] || { echo "bench/bookstore.sh: --bundle $BUNDLE: no bin/mariadbd there; unpack bundle.tgz into it" >&2; exit 2; }
+	MARIADBD=$BUNDLE/bin/mariadbd MARIADB=$BUNDLE/bin/mariadb
+	LIBS=(env "LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+	GK_USER=app GK_PASSWORD=app GK_PRIMARY=127.0.0.1:$(free_port)
+	export GK_USER GK_PASSWORD GK_PRIMARY
+fi
 bench_setup 43306
+if [ -n "$BUNDLE" ]; then
+	replicas=0
+	[[ " $ALL " == *routed-* ]] && replicas=2
+	read -r -a replica_cpus <<<"$REPLICA_CPUS"
+	bundle_backends "$replicas" "$DB_CPUS" "${replica_cpus[@]}"
+fi
 # The routed-N modes read from the replicas, which then must replicate.
 if [ -n "${OWN_BACKENDS:-}" ] && [[ " $ALL " != *routed-* ]]; then
 	for r in "$GK_REPLICA1" "$GK_REPLICA2"; do
@@ -53,14 +76,17 @@ fi
 CPUS=$(nproc --all)
 PIN=()
 if [ -n "$DB_CPUS" ]; then
-	pin_primary "$DB_CPUS"
+	[ -n "$BUNDLE" ] || pin_primary "$DB_CPUS" # the bundle's primary started on them
 	CPUS=$(count_cpus "$DB_CPUS")
 	PIN=(taskset -c "$CLIENT_CPUS")
 fi
 
-make -s build
-go build -o "$WORK/scenario" ./bench/cmd/scenario
-go build -o "$WORK/bookstore" ./bench/cmd/bookstore
+if [ -z "${GATEKEEPER:-}" ]; then
+	make -s build
+	GATEKEEPER=bin/gatekeeper
+fi
+[ -n "${SCENARIO:-}" ] || { SCENARIO=$WORK/scenario; go build -o "$SCENARIO" ./bench/cmd/scenario; }
+[ -n "${BOOKSTORE:-}" ] || { BOOKSTORE=$WORK/bookstore; go build -o "$BOOKSTORE" ./bench/cmd/bookstore; }
 
 QUICK_ARGS=()
 if [ "$QUICK" = yes ]; then
@@ -75,10 +101,10 @@ fi
 OUT=${OUT:-bench/results/bookstore}
 mkdir -p "$OUT"
 DB=bookstore
-"$WORK/bookstore" load --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/" --database "$DB" >&2
+"$BOOKSTORE" load --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/" --database "$DB" >&2
 rm -f "$OUT/calibrate.txt" "$OUT"/calibrate-*.txt
 CAPACITY_ARGS=()
 [ -n "$CAPACITY" ] && CAPACITY_ARGS=(--capacity "$CAPACITY")
 # Run under the taskset of --client-cpus, as are the calibrations the scenario starts.
-"${PIN[@]}" "$WORK/scenario" --gatekeeper bin/gatekeeper --database "$DB" --load=false "${CAPACITY_ARGS[@]}" \
+"${PIN[@]}" "$SCENARIO" --gatekeeper "$GATEKEEPER" --database "$DB" --load=false "${CAPACITY_ARGS[@]}" \
 	--command "bench/bookstore.sh $ALL" "${QUICK_ARGS[@]}" "${ARGS[@]}"

@@ -4,7 +4,8 @@
 #
 # Sets WORK (removed at exit) and PIDS (processes to stop at exit: append to it). Uses the
 # backends of GK_PRIMARY when set, else starts its own on BACKENDS_PORT.. and stops them at
-# exit. Sets PRIMARY_PORT.
+# exit. Sets PRIMARY_PORT. From a devbench bundle, set GK_PRIMARY to a free port first and
+# start the servers with bundle_backends.
 
 bench_setup() {
 	BACKENDS_PORT=$1
@@ -88,4 +89,55 @@ pin_primary() {
 # count_cpus prints the number of processors in a taskset list such as 0-3,6.
 count_cpus() {
 	echo "$1" | tr ',' '\n' | awk -F- '{n += ($2 == "" ? 1 : $2 - $1 + 1)} END {print n}'
+}
+
+# bundle_backends REPLICAS PRIMARY_CPUS [REPLICA_CPUS...] starts MariaDB servers of a devbench
+# bundle (../shared/tools/devbench/make-bundle.sh) unpacked at BUNDLE, on a machine that may
+# have nothing else: the primary on PRIMARY_PORT, and REPLICAS replicas (0 to 2) on free ports
+# replicating all of its binary log by GTID, each from a copy of the bundle's data directory
+# (user app/app, database sbtest), each on the processors of its taskset list ("": any). It
+# uses MARIADBD, MARIADB and LIBS (the command prefix that gives the bundle's libraries), and
+# sets and exports GK_REPLICA1, GK_REPLICA2 and GK_REPLICAS for the replicas it starts.
+bundle_backends() {
+	local replicas=$1 cpus=$2 i port list=
+	shift 2
+	bundle_server primary "$PRIMARY_PORT" 1 "$cpus"
+	for i in $(seq 1 "$replicas"); do
+		port=$(free_port)
+		bundle_server "replica$i" "$port" $((i + 1)) "${1:-}" --read-only=1
+		[ $# -gt 0 ] && shift
+		"${LIBS[@]}" "$MARIADB" --no-defaults -h127.0.0.1 -P"$port" -u"$GK_USER" -p"$GK_PASSWORD" -e "
+			SET GLOBAL gtid_slave_pos = '';
+			CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$PRIMARY_PORT, MASTER_USER='$GK_USER',
+				MASTER_PASSWORD='$GK_PASSWORD', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
+			START SLAVE;" || { echo "$0: replication could not start on replica $i" >&2; exit 1; }
+		export "GK_REPLICA$i=127.0.0.1:$port"
+		list="$list${list:+,}127.0.0.1:$port"
+	done
+	export GK_REPLICAS=$list
+}
+
+# bundle_server NAME PORT SERVER_ID CPUS [ARGS...] starts one of them, with a binary log, and
+# waits up to 30 s until it answers.
+bundle_server() {
+	local name=$1 port=$2 id=$3 cpus=$4 on=() pid
+	shift 4
+	[ -n "$cpus" ] && on=(taskset -c "$cpus")
+	mkdir -p "$WORK/$name"
+	tar xzf "$BUNDLE/datadir.tgz" -C "$WORK/$name"
+	"${on[@]}" "${LIBS[@]}" "$MARIADBD" --no-defaults --datadir="$WORK/$name/devdd" --socket="$WORK/$name.sock" \
+		--port="$port" --bind-address=127.0.0.1 --user=root --lc-messages-dir="$BUNDLE/share/mysql" \
+		--character-sets-dir="$BUNDLE/share/mysql/charsets" --max-connections=4000 --innodb-buffer-pool-size=4G \
+		--innodb-flush-log-at-trx-commit=2 --thread-cache-size=512 --server-id="$id" --log-bin="$WORK/$name/binlog" \
+		--binlog-format=ROW --sync-binlog=0 "$@" >"$WORK/$name.log" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	for _ in $(seq 1 300); do
+		"${LIBS[@]}" "$MARIADB" --no-defaults -h127.0.0.1 -P"$port" -u"$GK_USER" -p"$GK_PASSWORD" -e 'SELECT 1' >/dev/null 2>&1 && return 0
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	tail -n 20 "$WORK/$name.log" >&2
+	echo "$0: the bundle's MariaDB ($name) did not start on port $port; its log is above" >&2
+	exit 1
 }

@@ -238,38 +238,11 @@ wait_ready() {
 	exit 1
 }
 
-# bundle_server NAME PORT SERVER_ID CPUS [ARGS...] starts a MariaDB of our own from the
-# bundle's data directory, with a binary log for replication, on the processors CPUS ("": any).
-bundle_server() {
-	local name=$1 port=$2 id=$3 cpus=$4 on=()
-	shift 4
-	[ -n "$cpus" ] && on=(taskset -c "$cpus")
-	mkdir -p "$WORK/$name"
-	tar xzf "$BUNDLE/datadir.tgz" -C "$WORK/$name"
-	"${on[@]}" "${LIBS[@]}" "$MARIADBD" --no-defaults --datadir="$WORK/$name/devdd" --socket="$WORK/$name.sock" \
-		--port="$port" --bind-address=127.0.0.1 --user=root --lc-messages-dir="$BUNDLE/share/mysql" \
-		--character-sets-dir="$BUNDLE/share/mysql/charsets" --max-connections=4000 --innodb-buffer-pool-size=4G \
-		--innodb-flush-log-at-trx-commit=2 --thread-cache-size=512 --server-id="$id" --log-bin="$WORK/$name/binlog" \
-		--binlog-format=ROW --sync-binlog=0 "$@" >"$WORK/$name.log" 2>&1 &
-	PIDS+=($!)
-	wait_ready "$name" "$port" $! "$WORK/$name.log"
-}
 if [ -n "$BUNDLE" ]; then # MariaDB of our own, from the bundle's data directory
-	bundle_server mariadb "$PRIMARY_PORT" 1 "$DB_CPUS"
-	if routes; then # two replicas, from the same data directory, replicating all the primary logs
-		GK_REPLICA1=127.0.0.1:$(free_port) GK_REPLICA2=127.0.0.1:$(free_port)
-		read -r -a ON_REPLICA <<<"${REPLICA_CPUS:-}"
-		for i in 1 2; do
-			r=GK_REPLICA$i
-			bundle_server "replica$i" "${!r##*:}" $((i + 1)) "${ON_REPLICA[$((i - 1))]:-}" --read-only=1
-			"${LIBS[@]}" "$MARIADB" --no-defaults -h127.0.0.1 -P"${!r##*:}" -u"$GK_USER" -p"$GK_PASSWORD" -e "
-				SET GLOBAL gtid_slave_pos = '';
-				CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$PRIMARY_PORT, MASTER_USER='$GK_USER',
-					MASTER_PASSWORD='$GK_PASSWORD', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
-				START SLAVE;" || fail "replication could not start on replica $i"
-		done
-		export GK_REPLICA1 GK_REPLICA2
-	fi
+	read -r -a ON_REPLICA <<<"${REPLICA_CPUS:-}"
+	replicas=0
+	routes && replicas=2
+	bundle_backends "$replicas" "$DB_CPUS" "${ON_REPLICA[@]}"
 elif [ "$PIN" = yes ] && ! pin_primary "$DB_CPUS"; then
 	SPLIT="$SPLIT; the database is not on this machine, not pinned"
 fi
