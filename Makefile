@@ -16,7 +16,7 @@ FUZZTIME ?= 1m
 # module alone, so the bench module (benchmarks, simulator, plots) is named as well.
 PACKAGES := ./... ./bench/...
 
-.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-overhead bench-multiplex bench-saturation bench-stepchange bench-staleread sim sim-balance plots lint clean
+.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-overhead bench-multiplex bench-saturation bench-stepchange bench-staleread bench-replicas sim sim-balance plots lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -71,6 +71,10 @@ sim: ## The admission simulator: the real controller in front of a model databas
 
 bench-staleread: build ## Stale reads through replica routing: strong, eventual, session under injected replica lag (about 3 minutes); writes bench/results/staleread/
 	GATEKEEPER=$(BIN) bench/staleread.sh
+
+bench-replicas: build ## Reads with 0, 1 and 2 replicas (sysbench read-only, the bookstore's browsing mix) from a devbench bundle, each server on its own cores with 12 or more (about 10 minutes; BUNDLE=DIR, the bundle unpacked); writes bench/results/replicas/
+	@[ -n "$(BUNDLE)" ] || { echo "make bench-replicas: give BUNDLE=DIR, a devbench bundle unpacked there (../shared/tools/devbench/make-bundle.sh)" >&2; exit 2; }
+	GATEKEEPER=$(BIN) bench/replicas.sh --bundle "$(BUNDLE)"
 
 sim-balance: ## The simulator with a primary, 0-4 replicas and the four balance policies; writes bench/results/sim-balance/
 	$(GO) run ./bench/cmd/sim balance -out bench/results/sim-balance
