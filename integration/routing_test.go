@@ -276,8 +276,9 @@ func TestRoutingSurvivesAReplicaDeath(t *testing.T) {
 }
 
 // Each backend has its own admission capacity: reads stuck on a replica (a table locked
-// there) fill only that replica's capacity, and writes to the primary go on; the reads
-// waiting for the replica's capacity run once it drains.
+// there) fill only that replica's capacity, and writes to the primary go on; a read that
+// waits out the queue timeout for the replica's capacity is told which backend was full, and
+// leaves nothing counted against the replica.
 func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
 	direct := openDB(t, env.Primary, "")
 	defer direct.Close()
@@ -292,7 +293,7 @@ func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
 		c.Admission.Enabled = true
 		c.Admission.Capacity = config.Capacity(time.Hour)
 		c.Admission.MaxConcurrency = 2
-		c.Admission.QueueTimeout = 10 * time.Second
+		c.Admission.QueueTimeout = 3 * time.Second
 	})
 	waitRoutable(t, p)
 	waitCaughtUp(t, p)
@@ -320,12 +321,15 @@ func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
 
 	const readers = 3
 	errs := make(chan error, readers)
+	hold := make(chan struct{}) // the readers keep their sessions until the end
+	defer close(hold)
 	for range readers {
 		go func() {
 			db := oneConn(t, p.Addr)
 			defer db.Close()
 			var n int
 			errs <- db.QueryRow("SELECT COUNT(*) FROM " + stuck).Scan(&n)
+			<-hold
 		}()
 	}
 	waitFor(t, 5*time.Second, "two reads running and one waiting for capacity", func() bool {
@@ -350,10 +354,21 @@ func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
 	assert.Equal(t, [2]int{2, 1}, [2]int{s.Running, s.Queued}, "the replica's reads run and wait at the replica")
 	assert.Equal(t, 1.0, metricValue(t, p, "gatekeeper_backend_admission_queue_length", map[string]string{"backend": env.Replica1}))
 
+	// The waiting read times out; then the lock goes and the two running reads end.
+	var timedOut error
+	select {
+	case timedOut = <-errs:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read waiting for the replica's capacity never timed out")
+	}
+	var me *mysql.MySQLError
+	require.ErrorAs(t, timedOut, &me)
+	assert.Equal(t, uint16(1205), me.Number)
+	assert.Contains(t, me.Message, "while replica "+env.Replica1+" was at capacity")
 	_, err = locker.ExecContext(t.Context(), "UNLOCK TABLES")
 	require.NoError(t, err)
 	locked = false
-	for range readers {
+	for range readers - 1 {
 		select {
 		case err := <-errs:
 			assert.NoError(t, err)
@@ -361,11 +376,13 @@ func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
 			t.Fatal("a read on the replica never ended")
 		}
 	}
-	assert.Equal(t, float64(readers+1), readsTo(t, p, env.Replica1, "routed"))
+	assert.Equal(t, 3.0, readsTo(t, p, env.Replica1, "routed"), "the warm-up and the two that ran")
 	waitFor(t, 5*time.Second, "the replica's capacity free again", func() bool {
 		s := ctls[1].Snapshot()
 		return s.Running == 0 && s.Queued == 0
 	})
+	work, n := p.Router().Replicas()[0].Outstanding()
+	assert.Equal(t, [2]int64{0, 0}, [2]int64{int64(work), n}, "reads still counted on the replica")
 }
 
 // A replica lost after part of a read's result was relayed: the client gets an error in
