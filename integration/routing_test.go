@@ -483,6 +483,10 @@ func TestRoutingReadOnlyTransactions(t *testing.T) {
 	mustExec(t, db, "COMMIT")
 	assert.Equal(t, 2, v)
 	assert.GreaterOrEqual(t, readsTo(t, p, env.Primary, "fell_back_to_primary"), 1.0)
+	for _, b := range p.Router().Replicas() {
+		work, n := b.Outstanding()
+		assert.Equal(t, [2]int64{0, 0}, [2]int64{int64(work), n}, "transactions still counted on %s", b.Addr)
+	}
 
 	// routing.read_only_transactions: primary keeps them there.
 	onPrimary := routedProxy(t, []string{env.Replica1, env.Replica2}, func(c *config.Config) {
