@@ -498,3 +498,74 @@ func TestRoutingReadOnlyTransactions(t *testing.T) {
 	defer db.Close()
 	assert.Equal(t, primaryID, serverIn("START TRANSACTION READ ONLY"))
 }
+
+// With admission on, a read goes to a replica whose capacity has room before one that is
+// full, whatever the balance policy: round robin here, with reads stuck on the first
+// replica (a table locked there) up to its concurrency bound.
+func TestRoutingPrefersReplicasWithRoom(t *testing.T) {
+	direct := openDB(t, env.Primary, "")
+	defer direct.Close()
+	tbl := rowTable(t, direct)
+	p := routedProxy(t, []string{env.Replica1, env.Replica2}, func(c *config.Config) {
+		c.Routing.Consistency = "eventual"
+		c.Routing.Balance = "rr"
+		c.Admission.Enabled = true
+		c.Admission.Capacity = config.Capacity(time.Hour)
+		c.Admission.MaxConcurrency = 2
+		c.Admission.QueueTimeout = 3 * time.Second
+	})
+	waitRoutable(t, p)
+	waitCaughtUp(t, p)
+	ctls := p.BackendAdmission()
+	require.Len(t, ctls, 3)
+	read := func(db *sql.DB) error { return db.QueryRow("SELECT v FROM " + tbl + " WHERE id = 1").Scan(new(int)) }
+	warm := oneConn(t, p.Addr)
+	for range 2 { // the type measured, on both replicas
+		require.NoError(t, read(warm))
+	}
+	warm.Close()
+
+	replica := openDB(t, env.Replica1, "")
+	defer replica.Close()
+	locker, err := replica.Conn(t.Context())
+	require.NoError(t, err)
+	defer locker.Close()
+	_, err = locker.ExecContext(t.Context(), "LOCK TABLES "+tbl+" WRITE")
+	require.NoError(t, err)
+	locked := true
+	defer func() {
+		if locked {
+			_, _ = locker.ExecContext(t.Context(), "UNLOCK TABLES")
+		}
+	}()
+
+	// Readers until two hang on the first replica, its bound.
+	errs := make(chan error, 16)
+	hold := make(chan struct{})
+	defer close(hold)
+	for started := 0; ctls[1].Snapshot().Running < 2; started++ {
+		require.Less(t, started, 8, "reads never reached the first replica")
+		go func() {
+			db := oneConn(t, p.Addr)
+			defer db.Close()
+			errs <- read(db)
+			<-hold
+		}()
+		time.Sleep(100 * time.Millisecond)
+	}
+	before := readsTo(t, p, env.Replica2, "routed")
+	db := oneConn(t, p.Addr)
+	defer db.Close()
+	for i := range 10 {
+		start := time.Now()
+		require.NoError(t, read(db), "read %d", i)
+		assert.Less(t, time.Since(start), time.Second, "read %d waited", i)
+	}
+	assert.Equal(t, 0, ctls[1].Snapshot().Queued, "nothing waits for the full replica")
+	assert.Equal(t, 10.0, readsTo(t, p, env.Replica2, "routed")-before, "every read went to the replica with room")
+
+	_, err = locker.ExecContext(t.Context(), "UNLOCK TABLES")
+	require.NoError(t, err)
+	locked = false
+	waitFor(t, 5*time.Second, "the stuck reads to end", func() bool { return ctls[1].Snapshot().Running == 0 })
+}

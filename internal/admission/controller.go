@@ -848,6 +848,20 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 	c.dispatch(now)
 }
 
+// Room tells whether a unit of cost arriving now would be admitted at once: nothing
+// waits, and it fits the capacity and the concurrency bound.
+func (c *Controller) Room(cost time.Duration) bool {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiting() > 0 {
+		return false
+	}
+	t := Ticket{req: Request{Cost: cost}}
+	ok, _ := c.fits(&t, now)
+	return ok
+}
+
 // Cancel takes a waiting unit out (its client went away). It returns false when the unit
 // was not waiting: if it was admitted meanwhile, the caller must Release it.
 func (c *Controller) Cancel(t *Ticket) bool {

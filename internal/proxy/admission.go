@@ -132,6 +132,15 @@ func (a *admitter) forBackend(b *replicas.Backend) *admission.Controller {
 	return a.replicas[b.Index-1]
 }
 
+// room tells whether backend b's controller would admit a unit of cost at once; always,
+// with admission off. Read routing prefers the backends with room.
+func (a *admitter) room(b *replicas.Backend, cost time.Duration) bool {
+	if !a.settings.Load().enabled {
+		return true
+	}
+	return a.forBackend(b).Room(cost)
+}
+
 // Admission returns the admission controller of the primary, for the admin API and
 // metrics.
 func (s *Server) Admission() *admission.Controller { return s.adm.ctl }

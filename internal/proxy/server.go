@@ -101,6 +101,7 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		}
 		if s.pooling.rt != nil {
 			s.adm.addReplicas(len(cfg.Backends.Replicas), cfg.Admission)
+			s.pooling.rt.router.SetRoom(s.adm.room)
 			reg.MustRegister(&backendAdmissionCollector{ctls: s.adm.all(), names: s.backendNames()})
 		}
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

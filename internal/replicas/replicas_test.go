@@ -226,6 +226,24 @@ func TestBalancePolicies(t *testing.T) {
 		r2.Start(time.Millisecond)
 		assert.Equal(t, r1, r.Pick(nil, true, time.Millisecond, 0))
 	})
+	t.Run("backends with room come first", func(t *testing.T) {
+		for _, b := range []Balance{SELF, SQF, RR, LARD} {
+			r := upRouter(t, b, false)
+			r1, r2 := r.Replicas()[0], r.Replicas()[1]
+			r2.Start(50 * time.Millisecond) // busier by every measure
+			full := map[*Backend]bool{r1: true}
+			r.SetRoom(func(b *Backend, _ time.Duration) bool { return !full[b] })
+			for range 4 {
+				assert.Equal(t, r2, r.Pick(nil, true, time.Millisecond, 42), "%s: r1 has no room", b)
+			}
+			full[r2] = true
+			got := r.Pick(nil, true, time.Millisecond, 42)
+			assert.NotNil(t, got, "%s: with room nowhere, the policy alone decides", b)
+			if b == SELF || b == SQF {
+				assert.Equal(t, r1, got, "%s", b)
+			}
+		}
+	})
 	t.Run("rr takes turns", func(t *testing.T) {
 		r := upRouter(t, RR, false)
 		a, b := r.Pick(nil, true, 0, 0), r.Pick(nil, true, 0, 0)

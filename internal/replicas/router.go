@@ -158,6 +158,8 @@ type Router struct {
 
 	rr   atomic.Uint64
 	lard sync.Map // locality key -> *Backend
+	// room, when set, tells whether a backend can take a read of a cost at once.
+	room func(b *Backend, cost time.Duration) bool
 	// reload asks for the closure to be read again.
 	reload chan struct{}
 }
@@ -191,13 +193,17 @@ func (r *Router) Replicas() []*Backend { return r.replicas }
 // Versions returns the version map the router reads needs from.
 func (r *Router) Versions() *Versions { return r.versions }
 
+// SetRoom makes Pick prefer, among the backends that qualify, those that room says can
+// take a read of its cost at once: with admission on, those whose capacity has room, so
+// that a read does not wait for a full backend while another could run it. Call it before
+// Run.
+func (r *Router) SetRoom(room func(b *Backend, cost time.Duration) bool) { r.room = room }
+
 // Pick returns the backend a read that needs need (nil: nothing) and costs about cost
 // should go to, or nil when none qualifies. locality keys the tables it reads, for LARD.
-// The primary qualifies only when it takes reads.
+// The primary qualifies only when it takes reads. Backends with room (SetRoom) come first.
 func (r *Router) Pick(need Pos, anyPos bool, cost time.Duration, locality uint64) *Backend {
-	var best *Backend
-	var bestWork time.Duration
-	var bestN int64
+	var best, spare candidate // spare: the best with room
 	n := len(r.readers)
 	start := 0
 	if r.cfg.Balance == RR || r.cfg.Balance == SELF || r.cfg.Balance == SQF {
@@ -209,21 +215,43 @@ func (r *Router) Pick(need Pos, anyPos bool, cost time.Duration, locality uint64
 			continue
 		}
 		work, k := b.Outstanding()
-		switch {
-		case best == nil:
-		case r.cfg.Balance == SQF && k >= bestN:
-			continue
-		case (r.cfg.Balance == SELF || r.cfg.Balance == LARD) && (work > bestWork || work == bestWork && k >= bestN):
-			continue
-		case r.cfg.Balance == RR:
-			continue
+		c := candidate{b, work, k}
+		if r.better(c, best) {
+			best = c
 		}
-		best, bestWork, bestN = b, work, k
+		if r.room != nil && r.better(c, spare) && r.room(b, cost) {
+			spare = c
+		}
 	}
-	if best == nil || r.cfg.Balance != LARD {
-		return best
+	roomy := spare.b != nil
+	if roomy {
+		best = spare
 	}
-	return r.local(locality, best, bestWork, need, anyPos, cost)
+	if best.b == nil || r.cfg.Balance != LARD {
+		return best.b
+	}
+	return r.local(locality, best.b, best.work, need, anyPos, cost, roomy)
+}
+
+// candidate is a backend Pick weighs, with its outstanding work and reads.
+type candidate struct {
+	b    *Backend
+	work time.Duration
+	n    int64
+}
+
+// better tells whether c is to be preferred to cur under the balance policy; the first
+// found wins ties, and under rr the first found wins.
+func (r *Router) better(c, cur candidate) bool {
+	switch {
+	case cur.b == nil:
+		return true
+	case r.cfg.Balance == SQF:
+		return c.n < cur.n
+	case r.cfg.Balance == SELF || r.cfg.Balance == LARD:
+		return c.work < cur.work || c.work == cur.work && c.n < cur.n
+	}
+	return false // rr
 }
 
 // Waitable tells whether a read that finds no replica may wait for one: some backend
@@ -244,11 +272,12 @@ func (r *Router) Waitable() bool {
 }
 
 // local is LARD's choice: the backend that served these tables before, unless it is no
-// longer eligible or carries more than twice the least busy one's work plus this read.
-func (r *Router) local(key uint64, least *Backend, leastWork time.Duration, need Pos, anyPos bool, cost time.Duration) *Backend {
+// longer eligible, carries more than twice the least busy one's work plus this read, or
+// has no room while least has (roomy).
+func (r *Router) local(key uint64, least *Backend, leastWork time.Duration, need Pos, anyPos bool, cost time.Duration, roomy bool) *Backend {
 	if v, ok := r.lard.Load(key); ok {
 		home := v.(*Backend)
-		if home.eligible(need, anyPos) {
+		if home.eligible(need, anyPos) && (!roomy || r.room(home, cost)) {
 			if work, _ := home.Outstanding(); work <= 2*leastWork+cost {
 				return home
 			}
