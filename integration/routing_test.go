@@ -1,17 +1,19 @@
 package integration
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
-	"github.com/go-sql-driver/mysql"
 )
 
 // routedProxy starts a pooled proxy that routes reads to replicas.
@@ -79,6 +81,48 @@ func waitCaughtUp(t *testing.T, p *testProxy) {
 		}
 		return true
 	})
+}
+
+// twoAtATime starts a proxy routing reads to replicas by balance (eventual consistency),
+// with admission on and each backend running two units at most, which wait 3 s at most;
+// it returns it, caught up, and its controllers, the primary's first.
+func twoAtATime(t *testing.T, balance string, replicas ...string) (*testProxy, []*admission.Controller) {
+	t.Helper()
+	p := routedProxy(t, replicas, func(c *config.Config) {
+		c.Routing.Consistency = "eventual"
+		c.Routing.Balance = balance
+		c.Admission.Enabled = true
+		c.Admission.Capacity = config.Capacity(time.Hour)
+		c.Admission.MaxConcurrency = 2
+		c.Admission.QueueTimeout = 3 * time.Second
+	})
+	waitRoutable(t, p)
+	waitCaughtUp(t, p)
+	ctls := p.BackendAdmission()
+	require.Len(t, ctls, 1+len(replicas))
+	return p, ctls
+}
+
+// lockTable holds table locked for writing on the server at addr, so that reads of it there
+// wait; unlock releases it, at the test's end at the latest.
+func lockTable(t *testing.T, addr, table string) (unlock func()) {
+	t.Helper()
+	db := openDB(t, addr, "")
+	conn, err := db.Conn(t.Context())
+	require.NoError(t, err)
+	_, err = conn.ExecContext(t.Context(), "LOCK TABLES "+table+" WRITE")
+	require.NoError(t, err)
+	var once sync.Once
+	unlock = func() {
+		once.Do(func() {
+			_, err := conn.ExecContext(context.Background(), "UNLOCK TABLES")
+			assert.NoError(t, err)
+			conn.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(unlock)
+	return unlock
 }
 
 // rowTable creates the test's table on the primary (direct), with one row: id 1, v 0.
@@ -288,36 +332,14 @@ func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
 		mustExec(t, direct, "CREATE TABLE "+tb+" (id INT PRIMARY KEY AUTO_INCREMENT, v INT)")
 	}
 	mustExec(t, direct, "INSERT INTO "+stuck+" (v) VALUES (1)")
-	p := routedProxy(t, []string{env.Replica1}, func(c *config.Config) {
-		c.Routing.Consistency = "eventual"
-		c.Admission.Enabled = true
-		c.Admission.Capacity = config.Capacity(time.Hour)
-		c.Admission.MaxConcurrency = 2
-		c.Admission.QueueTimeout = 3 * time.Second
-	})
-	waitRoutable(t, p)
-	waitCaughtUp(t, p)
-	ctls := p.BackendAdmission()
-	require.Len(t, ctls, 2)
+	p, ctls := twoAtATime(t, "self", env.Replica1)
 	// Measured once, the read's type is not a probe that others of its type wait for.
 	warm := oneConn(t, p.Addr)
 	require.NoError(t, warm.QueryRow("SELECT COUNT(*) FROM "+stuck).Scan(new(int)))
 	warm.Close()
 
 	// Hold the table on the replica: reads of it there wait for the lock.
-	replica := openDB(t, env.Replica1, "")
-	defer replica.Close()
-	locker, err := replica.Conn(t.Context())
-	require.NoError(t, err)
-	defer locker.Close()
-	_, err = locker.ExecContext(t.Context(), "LOCK TABLES "+stuck+" WRITE")
-	require.NoError(t, err)
-	locked := true
-	defer func() {
-		if locked {
-			_, _ = locker.ExecContext(t.Context(), "UNLOCK TABLES")
-		}
-	}()
+	unlock := lockTable(t, env.Replica1, stuck)
 
 	const readers = 3
 	errs := make(chan error, readers)
@@ -365,9 +387,7 @@ func TestRoutingReplicaHasItsOwnCapacity(t *testing.T) {
 	require.ErrorAs(t, timedOut, &me)
 	assert.Equal(t, uint16(1205), me.Number)
 	assert.Contains(t, me.Message, "while replica "+env.Replica1+" was at capacity")
-	_, err = locker.ExecContext(t.Context(), "UNLOCK TABLES")
-	require.NoError(t, err)
-	locked = false
+	unlock()
 	for range readers - 1 {
 		select {
 		case err := <-errs:
@@ -506,18 +526,7 @@ func TestRoutingPrefersReplicasWithRoom(t *testing.T) {
 	direct := openDB(t, env.Primary, "")
 	defer direct.Close()
 	tbl := rowTable(t, direct)
-	p := routedProxy(t, []string{env.Replica1, env.Replica2}, func(c *config.Config) {
-		c.Routing.Consistency = "eventual"
-		c.Routing.Balance = "rr"
-		c.Admission.Enabled = true
-		c.Admission.Capacity = config.Capacity(time.Hour)
-		c.Admission.MaxConcurrency = 2
-		c.Admission.QueueTimeout = 3 * time.Second
-	})
-	waitRoutable(t, p)
-	waitCaughtUp(t, p)
-	ctls := p.BackendAdmission()
-	require.Len(t, ctls, 3)
+	p, ctls := twoAtATime(t, "rr", env.Replica1, env.Replica2)
 	read := func(db *sql.DB) error { return db.QueryRow("SELECT v FROM " + tbl + " WHERE id = 1").Scan(new(int)) }
 	warm := oneConn(t, p.Addr)
 	for range 2 { // the type measured, on both replicas
@@ -525,19 +534,7 @@ func TestRoutingPrefersReplicasWithRoom(t *testing.T) {
 	}
 	warm.Close()
 
-	replica := openDB(t, env.Replica1, "")
-	defer replica.Close()
-	locker, err := replica.Conn(t.Context())
-	require.NoError(t, err)
-	defer locker.Close()
-	_, err = locker.ExecContext(t.Context(), "LOCK TABLES "+tbl+" WRITE")
-	require.NoError(t, err)
-	locked := true
-	defer func() {
-		if locked {
-			_, _ = locker.ExecContext(t.Context(), "UNLOCK TABLES")
-		}
-	}()
+	unlock := lockTable(t, env.Replica1, tbl)
 
 	// Readers until two hang on the first replica, its bound.
 	errs := make(chan error, 16)
@@ -564,8 +561,6 @@ func TestRoutingPrefersReplicasWithRoom(t *testing.T) {
 	assert.Equal(t, 0, ctls[1].Snapshot().Queued, "nothing waits for the full replica")
 	assert.Equal(t, 10.0, readsTo(t, p, env.Replica2, "routed")-before, "every read went to the replica with room")
 
-	_, err = locker.ExecContext(t.Context(), "UNLOCK TABLES")
-	require.NoError(t, err)
-	locked = false
+	unlock()
 	waitFor(t, 5*time.Second, "the stuck reads to end", func() bool { return ctls[1].Snapshot().Running == 0 })
 }
