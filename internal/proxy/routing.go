@@ -240,7 +240,7 @@ func (s *session) route() (pool *backend.Pool, to *replicas.Backend, reason read
 	if (cmd != mysql.COM_QUERY && cmd != mysql.COM_STMT_EXECUTE) || !st.valid || st.tables == nil {
 		return nil, nil, reasonNone
 	}
-	if st.kind == classify.Transaction && s.startsReadOnly() {
+	if s.startsReadOnly() {
 		// The whole transaction reads from one replica that has every write its
 		// consistency needs: it may read any table.
 		rs.txn = tableSet{readUnknown: true, consistency: st.tables.consistency, sessionKey: st.tables.sessionKey}
@@ -294,13 +294,13 @@ func (s *session) planRoute() *admission.Controller {
 	return s.adm.forBackend(to)
 }
 
-// startsReadOnly tells whether the statement starts a read-only transaction that may run
-// on a replica: START TRANSACTION READ ONLY, or BEGIN in a session whose transactions are
+// startsReadOnly tells whether the statement (classified: route checked) starts a
+// read-only transaction that may run on a replica: START TRANSACTION READ ONLY, or BEGIN in a session whose transactions are
 // read-only (SET SESSION TRANSACTION READ ONLY, as JDBC's setReadOnly sends), outside a
 // transaction and with autocommit on.
 func (s *session) startsReadOnly() bool {
 	st := &s.stmt
-	if !s.rs.rt.readOnlyTxns || !st.valid || st.kind != classify.Transaction || st.readWrite ||
+	if !s.rs.rt.readOnlyTxns || st.kind != classify.Transaction || st.readWrite ||
 		s.inTxn || !s.autocommit {
 		return false
 	}
@@ -312,7 +312,7 @@ func (s *session) startsReadOnly() bool {
 
 // sessionReadOnly tells whether the session made its transactions read-only.
 func sessionReadOnly(st *backend.State) bool {
-	for _, name := range []string{"transaction_read_only", "tx_read_only"} {
+	for _, name := range [...]string{"transaction_read_only", "tx_read_only"} {
 		if v, ok := st.Var(name); ok {
 			return v == "1" || strings.EqualFold(v, "ON")
 		}
