@@ -145,9 +145,14 @@ type tuner struct {
 	// area is the running units integrated over the window (unit-seconds, in ns), from
 	// areaAt on; prevConc is the last window's mean concurrency, prevRate its completions a
 	// second.
-	area               float64
-	loadArea           float64 // the load integrated likewise
-	areaAt             time.Time
+	area     float64
+	loadArea float64 // the load integrated likewise
+	areaAt   time.Time
+	// waitArea is the time in the window during which units waited for capacity (in ns),
+	// up to waitAt; waitingNow says whether they wait since waitAt.
+	waitArea           float64
+	waitAt             time.Time
+	waitingNow         bool
 	prevConc, prevRate float64
 	// moved is the last window's move, as new capacity over old (1: none to judge).
 	moved float64
@@ -167,7 +172,7 @@ type tuner struct {
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
 	cfg = cfg.withDefaults()
-	*u = tuner{start: now, areaAt: now, cur: map[uint64]price{}, prev: map[uint64]price{}, moved: 1, step: cfg.Step, up: true}
+	*u = tuner{start: now, areaAt: now, waitAt: now, cur: map[uint64]price{}, prev: map[uint64]price{}, moved: 1, step: cfg.Step, up: true}
 	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Step: cfg.Step}
 }
 
@@ -179,6 +184,18 @@ func (u *tuner) running(now time.Time, running int, load time.Duration) {
 		u.loadArea += float64(load) * float64(d)
 		u.areaAt = now
 	}
+}
+
+// waits integrates the time units waited for capacity up to now, and notes whether they
+// wait from now on; c.mu is held.
+func (u *tuner) waits(now time.Time, c *Controller) {
+	if d := now.Sub(u.waitAt); d > 0 {
+		if u.waitingNow {
+			u.waitArea += float64(d)
+		}
+		u.waitAt = now
+	}
+	u.waitingNow = c.waiting() > 0
 }
 
 // complete records a unit's busy time.
@@ -224,7 +241,12 @@ func (c *Controller) adapt(now time.Time) {
 		return
 	}
 	u.running(now, c.running, c.load)
+	u.waits(now, c)
 	conc := u.area / float64(dt)
+	// bound: units waited for capacity through most of the window. A window in
+	// which the queue emptied early (a burst that ended) or filled late (one that began)
+	// measured the clients as much as the capacity, and judges no move.
+	bound := u.waitArea >= bindingUse*float64(dt)
 	used := u.loadArea / float64(dt) / float64(c.cfg.Capacity) // the capacity's mean use
 	completed := 0
 	for _, p := range u.cur {
@@ -235,13 +257,14 @@ func (c *Controller) adapt(now time.Time) {
 	// starvedRetry windows: a queue of units each as large as the capacity (the heavy
 	// ones, which the quick ones pass under sjf) would otherwise run one at a time for
 	// good after one unlucky window, with processors idle.
-	starved := queued && conc < 1.5 && (!u.over || u.overFor >= starvedRetry)
+	alone := queued && conc < 1.5
+	starved := alone && (!u.over || u.overFor >= starvedRetry)
 	// In the slow start a window in which a few units at a time filled the capacity while
 	// others waited ends early even with too few completions to judge: the capacity
 	// doubles until there are enough, as TCP's congestion window grows until a loss. (Not
 	// in the first window, which has nothing before it.)
 	filling := !u.warm && queued && used >= bindingUse && !u.over && conc < 4 && u.prevRate > 0
-	if dt < a.Interval && !starved && !filling && (u.warm || completed < minTuneSamples) {
+	if dt < a.Interval && !alone && !filling && (u.warm || completed < minTuneSamples) {
 		// Until a move is first undone (a cold start), a window ends early (earlyWindow)
 		// once it has enough to judge; and at any time when the capacity lets about one unit
 		// run at a time while others wait: a burst on a cold proxy, or of units
@@ -267,6 +290,8 @@ func (c *Controller) adapt(now time.Time) {
 	told := false // this window said the capacity is past the knee
 	moved := u.moved
 	keepStep := false
+	quiet := false // an undo that learnt nothing: the step and the slow start stay
+	ratio := 0.0   // the move's size, when not the capacity's ratio
 	switch {
 	case !queued && moved == 1:
 		d = DecisionIdle
@@ -278,8 +303,20 @@ func (c *Controller) adapt(now time.Time) {
 		if h := c.order.min(); h != nil {
 			next = max(next, 2*h.req.Cost)
 		}
+		// The knee found before (in another load, or an unlucky window) did not hold here:
+		// the slow start resumes, with its short windows, until a move is undone again. A
+		// burst of units each larger than the capacity then reaches the database's pace
+		// within a second or two, not many windows, before their queue timeout.
+		u.warm = false
+		// The move is judged by the running units it lets in, about twice as many, not by
+		// the capacity's ratio: a unit larger than the capacity ran alone before it.
+		ratio = 2
 	case n < minTuneSamples && filling && !(moved > 1 && elasticity >= kneeElasticity):
 		d, next = DecisionUp, grow(capacity, maxTuneStep*2)
+	case n < minTuneSamples && moved < 1 && alone:
+		// A move down left one unit running at a time while others wait: too few complete
+		// to judge, and that is the judgment. Undo it.
+		d, next = DecisionRevert, u.from
 	case n < minTuneSamples:
 		d = DecisionSparse
 	case moved == 1 && (gain < 0.5 || slowdown > 2) && u.stalled < stallWindows:
@@ -290,6 +327,11 @@ func (c *Controller) adapt(now time.Time) {
 		rose := conc > u.prevConc*(1+s/2)
 		gained := gain >= 1+s/4
 		switch {
+		case !bound && !(rose && gained):
+			// The queue was empty for a quarter of the window or more (a burst ended, or began late):
+			// the clients, not the capacity, bound the units, so the move says nothing of the
+			// knee. Undo it, as when the clients bound them throughout.
+			d, next, keepStep = DecisionRevert, u.from, true
 		case rose && elasticity >= kneeElasticity && !gained:
 			// The units slowed as much as they were more: past the knee; undo.
 			d, next, u.over, told = DecisionRevert, u.from, true, true
@@ -320,6 +362,9 @@ func (c *Controller) adapt(now time.Time) {
 		s := 1 - moved
 		fell := conc < u.prevConc*(1-s/2)
 		switch {
+		case !bound:
+			// The queue was empty for a quarter of the window or more: the move says nothing.
+			d, next, quiet = DecisionRevert, u.from, true
 		case gain <= 1-s/4, fell && !(elasticity >= kneeElasticity):
 			// Did less, or ran no faster for being fewer: below the knee; undo.
 			d, next, u.over = DecisionRevert, u.from, false
@@ -341,6 +386,7 @@ func (c *Controller) adapt(now time.Time) {
 		}
 	}
 	switch {
+	case quiet:
 	case keepStep:
 		// The clients bound the units, not the database: the slow start goes on.
 		u.step, u.up = math.Min(u.step*1.5, maxTuneStep), false
@@ -369,6 +415,9 @@ func (c *Controller) adapt(now time.Time) {
 	if next != capacity {
 		if d != DecisionRevert {
 			u.moved = float64(next) / float64(capacity)
+			if ratio > 0 {
+				u.moved = ratio
+			}
 		}
 		u.from = capacity
 		u.state.Moved++
@@ -382,7 +431,7 @@ func (c *Controller) adapt(now time.Time) {
 		u.prevConc, u.prevRate = conc, rate
 	}
 	clear(u.cur)
-	u.start, u.queued, u.area, u.loadArea = now, false, 0, 0
+	u.start, u.queued, u.area, u.loadArea, u.waitArea = now, false, 0, 0, 0
 }
 
 // upStep is the step of a move up that goes on after one that helped. Until a move has
