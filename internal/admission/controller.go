@@ -195,7 +195,15 @@ func New(cfg Config, clock Clock) *Controller {
 
 func bySeq(a, b *Ticket) bool { return a.seq < b.seq }
 
+// byCost is sjf's order: the cheapest first, except that a probe (the first unit of a type
+// not yet measured) goes before measured units. Its cost is a default, not a measurement,
+// and there is at most one per type at a time, so that going first costs the database one
+// unit per new statement; ordered by its default it would wait behind every cheaper unit,
+// and a steady stream of them would hold a new statement until its queue timeout.
 func byCost(a, b *Ticket) bool {
+	if a.probe != b.probe {
+		return a.probe
+	}
 	if a.req.Cost != b.req.Cost {
 		return a.req.Cost < b.req.Cost
 	}
@@ -363,6 +371,9 @@ func (c *Controller) awaitProbe(t *Ticket, now time.Time) (State, error) {
 		c.lengthyWaiting++
 	}
 	c.probing.push(t)
+	if c.cfg.Auto.Enabled {
+		c.tune.waits(now, c)
+	}
 	return Queued, nil
 }
 
@@ -630,6 +641,9 @@ func (c *Controller) waiting() int {
 // room as the queue's head would, and only a full lane lets the units behind it pass. A
 // paced lane's parked units go first whenever they fit: the pace bounds them instead.
 func (c *Controller) dispatch(now time.Time) {
+	if c.cfg.Auto.Enabled {
+		defer c.tune.waits(now, c) // after the units that now fit have left the queue
+	}
 	for {
 		var q *Ticket
 		if c.order.len() > 0 {
@@ -784,6 +798,9 @@ func signal(t *Ticket) {
 func (c *Controller) refuse(t *Ticket, err error, now time.Time) {
 	c.unqueue(t)
 	c.stopWaiting(t)
+	if c.cfg.Auto.Enabled {
+		c.tune.waits(now, c)
+	}
 	t.state, t.err = Idle, err
 	c.endProbe(t, 0, now)
 	if t.gated {
