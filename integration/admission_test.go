@@ -160,7 +160,7 @@ func TestAdmissionLastCall(t *testing.T) {
 			a.Discipline = "sjf"
 			a.Capacity = config.Capacity(50 * time.Millisecond) // five short units, and a long one only alone
 			a.QueueTimeout = 2 * time.Second
-			a.LastCall = lastCall
+			a.LastCall = config.LastCall(lastCall)
 		}
 	}
 	took, err := longAmidShorts(t, admissionProxy(t, edit(0)))

@@ -97,7 +97,8 @@ func TestTopAndEstimatesAcrossRestart(t *testing.T) {
 	top, err := exec.Command(gatekeeperBinary(t), "top", "--once", "--admin", d.admin, "--sort", "count").CombinedOutput()
 	require.NoError(t, err, "%s", top)
 	assert.Contains(t, string(top), "type_key digest")
-	assert.Contains(t, string(top), "admission: off")
+	assert.Contains(t, string(top), "admission: sjf", "admission is on by default")
+	assert.Contains(t, string(top), "capacity: auto")
 	var row string
 	for _, line := range strings.Split(string(top), "\n") {
 		if strings.HasSuffix(line, "  SELECT ? + ?") {

@@ -136,7 +136,7 @@ func (r *reloader) reload() error {
 	r.enabled = next.Admission.Enabled
 	a := next.Admission
 	r.log.Info("configuration reloaded", "admission.enabled", a.Enabled, "admission.capacity", a.Capacity,
-		"admission.discipline", a.Discipline, "admission.aging", a.Aging, "admission.last_call", a.LastCall)
+		"admission.discipline", a.Discipline, "admission.aging", a.Aging, "admission.last_call", a.LastCallFor())
 	if len(restart) > 0 {
 		r.log.Warn("configuration changes that need a restart were not applied", "sections", restart)
 	}

@@ -237,12 +237,32 @@ func (c Capacity) String() string {
 	return time.Duration(c).String()
 }
 
+// LastCall is admission.last_call: a duration (0: off), or LastCallAuto.
+type LastCall time.Duration
+
+// LastCallAuto, the default, is a fifth of queue_timeout: without a last call sjf could hold
+// a unit behind a stream of cheaper ones until it is refused.
+const LastCallAuto LastCall = -1
+
+func (l LastCall) String() string {
+	if l == LastCallAuto {
+		return "auto"
+	}
+	return time.Duration(l).String()
+}
+
+// LastCallFor is the last call in force: LastCall, or a fifth of QueueTimeout for auto.
+func (a *Admission) LastCallFor() time.Duration {
+	if a.LastCall == LastCallAuto {
+		return a.QueueTimeout / 5
+	}
+	return time.Duration(a.LastCall)
+}
+
 // Admission configures admission control and scheduling.
 type Admission struct {
-	// Enabled turns admission control on. Default false: a pure relay that still measures
-	// (make run turns it on). It stays off by default until the adaptive capacity, on a
-	// machine loaded as go test -race loads it, never leaves a unit that a relay would serve
-	// to wait out queue_timeout.
+	// Enabled turns admission control on. Default true, with the capacity found online
+	// (auto); false makes a pure relay that still measures.
 	Enabled bool `mapstructure:"enabled"`
 	// Capacity is the pool of concurrent estimated work: a duration, or auto (the default)
 	// to have it found and followed online between CapacityMin and CapacityMax.
@@ -266,9 +286,9 @@ type Admission struct {
 	// average busy time); 0 (default) is off.
 	Aging float64 `mapstructure:"aging"`
 	// LastCall: under sjf, a unit that has waited queue_timeout minus LastCall goes ahead of
-	// cheaper units, in deadline order, so that it is served instead of refused; 0 (default)
-	// is off.
-	LastCall time.Duration `mapstructure:"last_call"`
+	// cheaper units, in deadline order, so that it is served instead of refused; 0 is off.
+	// Default auto: a fifth of queue_timeout.
+	LastCall LastCall `mapstructure:"last_call"`
 	// QueueTimeout is how long a unit may wait. Default 5s.
 	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
 	// MaxQueue bounds the number of waiting units. Default 10000.
@@ -456,6 +476,7 @@ func Default() Config {
 		},
 		Shutdown: Shutdown{DrainTimeout: 30 * time.Second},
 		Admission: Admission{
+			Enabled:          true,
 			Capacity:         CapacityAuto,
 			CapacityMin:      10 * time.Millisecond,
 			CapacityMax:      time.Minute,
@@ -463,6 +484,7 @@ func Default() Config {
 			CapacityStep:     0.25,
 			Discipline:       DisciplineSJF,
 			QueueTimeout:     5 * time.Second,
+			LastCall:         LastCallAuto,
 			MaxQueue:         10000,
 			Sessions: Sessions{
 				BlockingQueue: 8, Variant: SessionsConservative, AdaptEvery: 10000,

@@ -28,7 +28,7 @@ func TestDefaultIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Listen != "127.0.0.1:6033" || !got.Admission.Capacity.Auto() || got.Admission.Enabled || got.Classify.TypeKey != "digest" {
+	if got.Listen != "127.0.0.1:6033" || !got.Admission.Capacity.Auto() || !got.Admission.Enabled || got.Admission.LastCallFor() != time.Second || got.Classify.TypeKey != "digest" {
 		t.Errorf("defaults = %+v", got)
 	}
 }

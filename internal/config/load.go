@@ -276,6 +276,21 @@ func decodeValue(raw any, dst reflect.Value) error {
 		}
 		dst.SetInt(int64(d))
 		return nil
+	case reflect.TypeFor[LastCall]():
+		if x, ok := raw.(string); ok && strings.TrimSpace(x) == "auto" {
+			dst.SetInt(int64(LastCallAuto))
+			return nil
+		}
+		if x, ok := raw.(LastCall); ok {
+			dst.SetInt(int64(x))
+			return nil
+		}
+		d, err := parseDuration(raw)
+		if err != nil || d < 0 {
+			return fmt.Errorf("invalid last call %q: use auto (a fifth of queue_timeout), 0 (off), or a duration such as 1s", fmt.Sprint(raw))
+		}
+		dst.SetInt(int64(d))
+		return nil
 	case reflect.TypeFor[ByteSize]():
 		b, err := parseByteSize(raw)
 		if err != nil {

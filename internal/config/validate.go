@@ -164,8 +164,8 @@ func (c *Config) Validate() error {
 	if a.QueueTimeout <= 0 {
 		bad("admission.queue_timeout", "must be positive, such as 5s")
 	}
-	if a.LastCall < 0 || (a.QueueTimeout > 0 && a.LastCall >= a.QueueTimeout) {
-		bad("admission.last_call", "must be 0 (off) or shorter than admission.queue_timeout (%s), such as a tenth of it", a.QueueTimeout)
+	if call := a.LastCallFor(); call < 0 || (a.QueueTimeout > 0 && call >= a.QueueTimeout) {
+		bad("admission.last_call", "must be auto (a fifth of admission.queue_timeout), 0 (off), or shorter than admission.queue_timeout (%s)", a.QueueTimeout)
 	}
 	if a.MaxQueue <= 0 {
 		bad("admission.max_queue", "must be positive, such as 10000")

@@ -40,7 +40,7 @@ func AdmissionConfig(a config.Admission) admission.Config {
 		MaxConcurrency:      a.MaxConcurrency,
 		Discipline:          d,
 		Aging:               a.Aging,
-		LastCall:            a.LastCall,
+		LastCall:            a.LastCallFor(),
 		QueueTimeout:        a.QueueTimeout,
 		MaxQueue:            a.MaxQueue,
 		MaxOpenTransactions: a.MaxOpenTransactions,
