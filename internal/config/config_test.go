@@ -112,6 +112,16 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"line 2: admission.capacity", `invalid capacity "-1ns"`},
 		},
 		{
+			name: "negative last call", // -1ns must not read as auto
+			yaml: "admission:\n  last_call: -1ns\n",
+			want: []string{"line 2: admission.last_call", `invalid last call "-1ns": use auto`},
+		},
+		{
+			name: "last call past the queue timeout",
+			yaml: "admission:\n  last_call: 2s\n  queue_timeout: 1s\n",
+			want: []string{"admission.last_call: must be auto (a fifth of admission.queue_timeout), 0 (off), or shorter than admission.queue_timeout (1s)"},
+		},
+		{
 			name: "bare number duration",
 			yaml: "admission:\n  queue_timeout: 5\n",
 			want: []string{"admission.queue_timeout", "use a number with a unit"},
@@ -283,5 +293,32 @@ func TestEveryKeyHasAnEnvironmentVariable(t *testing.T) {
 	}
 	if EnvName("admission.discipline") != "GATEKEEPER_ADMISSION_DISCIPLINE" {
 		t.Errorf("EnvName = %s", EnvName("admission.discipline"))
+	}
+}
+
+// TestLastCall: auto is a fifth of queue_timeout, whatever that is; 0 is off; a duration
+// is itself; the environment takes auto too.
+func TestLastCall(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		env  string
+		want time.Duration
+	}{
+		{yaml: "admission:\n  queue_timeout: 10s\n", want: 2 * time.Second},
+		{yaml: "admission:\n  last_call: auto\n  queue_timeout: 500ms\n", want: 100 * time.Millisecond},
+		{yaml: "admission:\n  last_call: 0\n", want: 0},
+		{yaml: "admission:\n  last_call: 3s\n", want: 3 * time.Second},
+		{yaml: "admission:\n  last_call: 3s\n", env: "auto", want: time.Second},
+	} {
+		if tt.env != "" {
+			t.Setenv("GATEKEEPER_ADMISSION_LAST_CALL", tt.env)
+		}
+		c, err := Load(Sources{File: writeFile(t, tt.yaml)})
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		if got := c.Admission.LastCallFor(); got != tt.want {
+			t.Errorf("%q (env %q): last call %s, want %s", tt.yaml, tt.env, got, tt.want)
+		}
 	}
 }
