@@ -252,6 +252,25 @@ func editDistance(a, b string) int {
 var durationType = reflect.TypeFor[time.Duration]()
 
 // decodeValue decodes a raw value from the file, the environment or a flag into dst.
+// decodeAuto reads into dst, a duration type with an auto value: auto, or a duration not
+// below 0 (so that no duration reads as auto); invalid is the error, with a %q for raw.
+func decodeAuto(raw any, dst reflect.Value, auto int64, invalid string) error {
+	if x, ok := raw.(string); ok && strings.TrimSpace(x) == "auto" {
+		dst.SetInt(auto)
+		return nil
+	}
+	if v := reflect.ValueOf(raw); v.IsValid() && v.Type() == dst.Type() {
+		dst.SetInt(v.Int())
+		return nil
+	}
+	d, err := parseDuration(raw)
+	if err != nil || d < 0 {
+		return fmt.Errorf(invalid, fmt.Sprint(raw))
+	}
+	dst.SetInt(int64(d))
+	return nil
+}
+
 func decodeValue(raw any, dst reflect.Value) error {
 	switch dst.Type() {
 	case durationType:
@@ -262,35 +281,9 @@ func decodeValue(raw any, dst reflect.Value) error {
 		dst.SetInt(int64(d))
 		return nil
 	case reflect.TypeFor[Capacity]():
-		if x, ok := raw.(string); ok && strings.TrimSpace(x) == "auto" {
-			dst.SetInt(int64(CapacityAuto))
-			return nil
-		}
-		if x, ok := raw.(Capacity); ok {
-			dst.SetInt(int64(x))
-			return nil
-		}
-		d, err := parseDuration(raw)
-		if err != nil || d < 0 {
-			return fmt.Errorf("invalid capacity %q: use auto, or a positive duration such as 500ms", fmt.Sprint(raw))
-		}
-		dst.SetInt(int64(d))
-		return nil
+		return decodeAuto(raw, dst, int64(CapacityAuto), "invalid capacity %q: use auto, or a positive duration such as 500ms")
 	case reflect.TypeFor[LastCall]():
-		if x, ok := raw.(string); ok && strings.TrimSpace(x) == "auto" {
-			dst.SetInt(int64(LastCallAuto))
-			return nil
-		}
-		if x, ok := raw.(LastCall); ok {
-			dst.SetInt(int64(x))
-			return nil
-		}
-		d, err := parseDuration(raw)
-		if err != nil || d < 0 {
-			return fmt.Errorf("invalid last call %q: use auto (a fifth of queue_timeout), 0 (off), or a duration such as 1s", fmt.Sprint(raw))
-		}
-		dst.SetInt(int64(d))
-		return nil
+		return decodeAuto(raw, dst, int64(LastCallAuto), "invalid last call %q: use auto (a fifth of queue_timeout), 0 (off), or a duration such as 1s")
 	case reflect.TypeFor[ByteSize]():
 		b, err := parseByteSize(raw)
 		if err != nil {
