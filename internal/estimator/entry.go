@@ -110,7 +110,10 @@ func averageOf(m *atomic.Uint64) (float64, bool) {
 // window holding samples of the type, else the moving average.
 func (e *entry) estimate(s *settings, tick uint64) (time.Duration, bool) {
 	if s.window > 0 {
-		if w := window(&e.ring, tick); w.n > 0 {
+		// A window whose count has a sample in flight but not yet its sum (record adds
+		// them one after the other), or whose samples are all under a microsecond, gives
+		// no mean: the moving average, set before either, stands in.
+		if w := window(&e.ring, tick); w.n > 0 && w.micros > 0 {
 			return windowMean(w), true
 		}
 	}
