@@ -167,6 +167,13 @@ func (s *session) authenticate(ctx context.Context, name, plugin string, scrambl
 		if plugin == protocol.Ed25519 {
 			scramble = make([]byte, 32)
 			_, _ = rand.Read(scramble)
+			// Clients such as go-sql-driver strip a NUL that ends an authentication
+			// switch's data, as servers end a native scramble with one; a nonce whose last
+			// byte is 0 would reach them 31 bytes long, and they refuse it as malformed
+			// (one login in 256).
+			for scramble[31] == 0 {
+				_, _ = rand.Read(scramble[31:])
+			}
 		}
 		if err := s.client.WritePacket(protocol.AppendAuthSwitch(nil, plugin, scramble)); err != nil {
 			return nil, auth.Credential{}, s.clientGone(err)
