@@ -269,7 +269,8 @@ func TestPreparedStatementsUnderChurn(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode string) {
 		p := startProxy(t, inMode(mode, poolOf(4)))
 		prepares := globalStatus(t, setup, "Com_stmt_prepare")
-		stopChurn := churn(t, setup, p.Addr, 12)
+		const churners = 12
+		stopChurn := churn(t, setup, p.Addr, churners)
 
 		db := openDB(t, p.Addr, "interpolateParams=false")
 		db.SetMaxOpenConns(3)
@@ -338,8 +339,11 @@ func TestPreparedStatementsUnderChurn(t *testing.T) {
 		switch mode {
 		case config.ModePassthrough:
 			// Each client's statements live on its own backend connection: the primary
-			// prepares what the clients prepare, no more.
-			if float64(backendPrepares) != clientPrepares {
+			// prepares what the clients prepare, no more. Stopping the churn cancels its
+			// clients mid-command: a prepare the proxy has counted may still be on its way
+			// to the primary when the primary's count is read, or die with its client's
+			// connection. One per churn client at most.
+			if missed := clientPrepares - float64(backendPrepares); missed < 0 || missed > churners {
 				t.Errorf("the primary prepared %d statements, the clients %v", backendPrepares, clientPrepares)
 			}
 		case config.ModePooled:
