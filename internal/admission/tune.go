@@ -243,9 +243,9 @@ func (c *Controller) adapt(now time.Time) {
 	u.running(now, c.running, c.load)
 	u.waits(now, c)
 	conc := u.area / float64(dt)
-	// bound: units waited for capacity through most of the window. A window in
-	// which the queue emptied early (a burst that ended) or filled late (one that began)
-	// measured the clients as much as the capacity, and judges no move.
+	// bound: units waited for capacity through most of the window. A window in which the
+	// queue emptied early (a burst that ended) or filled late (one that began) measured the
+	// clients as much as the capacity, and judges no move.
 	bound := u.waitArea >= bindingUse*float64(dt)
 	used := u.loadArea / float64(dt) / float64(c.cfg.Capacity) // the capacity's mean use
 	completed := 0
@@ -328,9 +328,9 @@ func (c *Controller) adapt(now time.Time) {
 		gained := gain >= 1+s/4
 		switch {
 		case !bound && !(rose && gained):
-			// The queue was empty for a quarter of the window or more (a burst ended, or began late):
-			// the clients, not the capacity, bound the units, so the move says nothing of the
-			// knee. Undo it, as when the clients bound them throughout.
+			// The queue was empty for a quarter of the window or more (a burst ended, or
+			// began late): the clients, not the capacity, bound the units, so the move says
+			// nothing of the knee. Undo it, as when the clients bound them throughout.
 			d, next, keepStep = DecisionRevert, u.from, true
 		case rose && elasticity >= kneeElasticity && !gained:
 			// The units slowed as much as they were more: past the knee; undo.
