@@ -6,21 +6,25 @@
 # proxy and the load generator run on cores of their own, so that a replica adds capacity;
 # on fewer they share every core and the figures show the machine, not the scaling.
 #
-#   bench/replicas.sh --bundle DIR [--threads LIST] [--clients N] [--rounds N] [--out DIR]
+#   bench/replicas.sh --bundle DIR [--threads LIST] [--clients N] [--rounds N] [--time S]
+#       [--warmup DUR] [--duration DUR] [--out DIR]
 #
 # Defaults: sysbench oltp_read_only (autocommit reads, --skip-trx) and oltp_point_select at 64
-# threads, 2 rounds of 8 s; the browsing mix at 200 closed-loop clients, 20 s of warm-up and
-# 30 s measured, once per mode; about 10 minutes on 16 cores. Writes DIR/README.md (default
-# bench/results/replicas) with the QPS and interactions per second of each replica count
-# against pooled mode's, and each part's own report in DIR/sysbench and DIR/bookstore.
+# threads, 2 rounds of 8 s (--time); the browsing mix at 200 closed-loop clients, 20 s of warm-up
+# (--warmup) and 30 s measured (--duration), once per mode; about 10 minutes on 16 cores.
+# Writes DIR/README.md (default bench/results/replicas) with the QPS and interactions per
+# second of each replica count against pooled mode's, and each part's own report in
+# DIR/sysbench and DIR/bookstore.
 # GATEKEEPER, SCENARIO and BOOKSTORE name binaries built beforehand, for a machine without Go
 # (make build; go build -o bin/scenario ./bench/cmd/scenario; likewise bench/cmd/bookstore);
 # the bundle's own gatekeeper is taken when GATEKEEPER is not set.
+# The routed targets send reads to the replicas alone, as routing.primary_reads' default does;
+# GATEKEEPER_ROUTING_PRIMARY_READS=true lets the primary take reads beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUNDLE='' THREADS=64 CLIENTS=200 ROUNDS=2 OUT=bench/results/replicas
-ARGS="bench/replicas.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
+BUNDLE='' THREADS=64 CLIENTS=200 ROUNDS=2 TIME=8 WARMUP=20s DURATION=30s OUT=bench/results/replicas
+ARGS="${GATEKEEPER_ROUTING_PRIMARY_READS:+GATEKEEPER_ROUTING_PRIMARY_READS=$GATEKEEPER_ROUTING_PRIMARY_READS }bench/replicas.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 usage() {
 	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	exit "$1"
@@ -36,6 +40,9 @@ while [ $# -gt 0 ]; do
 	--threads) THREADS=$2 ;;
 	--clients) CLIENTS=$2 ;;
 	--rounds) ROUNDS=$2 ;;
+	--time) TIME=$2 ;;
+	--warmup) WARMUP=$2 ;;
+	--duration) DURATION=$2 ;;
 	--out) OUT=$2 ;;
 	*) usage 2 >&2 ;;
 	esac
@@ -61,11 +68,11 @@ fi
 mkdir -p "$OUT"
 echo "bench/replicas.sh: sysbench, 0, 1 and 2 replicas" >&2
 bench/overhead.sh --bundle "$BUNDLE" --targets direct,pooled,routed1,routed \
-	--workloads "oltp_read_only oltp_point_select" --threads "$THREADS" --rounds "$ROUNDS" --time 8 --warmup 2 \
+	--workloads "oltp_read_only oltp_point_select" --threads "$THREADS" --rounds "$ROUNDS" --time "$TIME" --warmup 2 \
 	--skip-trx --out "$OUT/sysbench"
 echo "bench/replicas.sh: the bookstore's browsing mix, 0, 1 and 2 replicas" >&2
 bench/bookstore.sh --bundle "$BUNDLE" "${PIN[@]}" --modes direct,pooled,routed-1,routed-2 --mix browsing \
-	--clients "$CLIENTS" --warmup 20s --duration 30s --open 0 --out "$OUT/bookstore" 2>&1 | tee "$OUT/bookstore.log" >&2
+	--clients "$CLIENTS" --warmup "$WARMUP" --duration "$DURATION" --open 0 --out "$OUT/bookstore" 2>&1 | tee "$OUT/bookstore.log" >&2
 
 # The summary: each target's median over the rounds against pooled mode's.
 sysbench_rows() {
@@ -103,6 +110,8 @@ bookstore_row() {
 		echo "not pinned: every server, the proxy and the load share the processors, so replicas cannot add capacity here."
 	fi
 	echo "Date $(date -u +%Y-%m-%d), gatekeeper $("$GATEKEEPER" version | awk '{print $2}'). Command: \`$ARGS\`"
+	echo
+	echo "routing.primary_reads: ${GATEKEEPER_ROUTING_PRIMARY_READS:-false}, so the primary takes reads $([ "${GATEKEEPER_ROUTING_PRIMARY_READS:-false}" = true ] && echo "beside the replicas" || echo "only with no replica")."
 	echo
 	echo "QPS for sysbench (median of $ROUNDS rounds), interactions a second for the bookstore (one run); the"
 	echo "ratios are over pooled mode's, which sends every read to the primary. Reports:"
