@@ -5,7 +5,8 @@
 # proxy's processor time from /proc/PID/stat (user plus system) before and after and reports
 # CPU µs per query beside QPS, average and p95 latency; the report gives medians, each
 # proxy's latency added to direct's at 1 thread against HAProxy's, a CSV of every run and
-# plots of CPU per query.
+# plots of CPU per query. With gatekeeper and gatekeeper-admission both, it also gives their
+# difference round by round and the mean time admission held a statement.
 #
 #   bench/overhead.sh [--targets LIST] [--workloads LIST] [--threads LIST] [--rounds N]
 #                     [--time SECONDS] [--warmup SECONDS] [--tables N] [--table-size N]
@@ -268,8 +269,11 @@ start_gatekeeper() { # start_gatekeeper NAME [VAR=VALUE...]
 		--primary "$GK_PRIMARY" --listen 127.0.0.1:"${PORT_OF[$name]}" --admin-listen "${ADMIN_OF[$name]:+127.0.0.1:${ADMIN_OF[$name]}}"
 }
 wants gatekeeper && start_gatekeeper gatekeeper GATEKEEPER_MODE=passthrough GATEKEEPER_ADMISSION_ENABLED=false
-wants gatekeeper-admission && start_gatekeeper gatekeeper-admission GATEKEEPER_MODE=passthrough \
-	GATEKEEPER_ADMISSION_ENABLED=true GATEKEEPER_ADMISSION_CAPACITY=auto
+if wants gatekeeper-admission; then # its metrics say how long admission held each statement
+	ADMIN_OF[gatekeeper-admission]=$(free_port)
+	start_gatekeeper gatekeeper-admission GATEKEEPER_MODE=passthrough \
+		GATEKEEPER_ADMISSION_ENABLED=true GATEKEEPER_ADMISSION_CAPACITY=auto
+fi
 if wants gatekeeper-baseline; then
 	[ -n "${GATEKEEPER_BASELINE:-}" ] && "$GATEKEEPER_BASELINE" version >/dev/null 2>&1 ||
 		fail "gatekeeper-baseline runs the binary GATEKEEPER_BASELINE=/path, which is not set or does not run"
@@ -448,17 +452,30 @@ for w in $WORKLOADS; do
 done
 sb oltp_read_write "$PRIMARY_PORT" 4 0 cleanup >/dev/null 2>&1 || true
 
+# metrics_of NAME prints the metrics of gatekeeper NAME, which has an admin listener.
+metrics_of() {
+	curl -sf "http://127.0.0.1:${ADMIN_OF[$1]}/metrics" 2>/dev/null ||
+		python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+			"http://127.0.0.1:${ADMIN_OF[$1]}/metrics" 2>/dev/null
+}
+
 # replica_share NAME prints the share of the reads gatekeeper NAME counted
 # (gatekeeper_reads_total, writes left out) that went to a replica.
 replica_share() {
 	local metrics
-	metrics=$(curl -sf "http://127.0.0.1:${ADMIN_OF[$1]}/metrics" 2>/dev/null ||
-		python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
-			"http://127.0.0.1:${ADMIN_OF[$1]}/metrics" 2>/dev/null) || { echo "not read"; return; }
+	metrics=$(metrics_of "$1") || { echo "not read"; return; }
 	awk -v primary="$GK_PRIMARY" '/^gatekeeper_reads_total\{/ && !/reason="write"/ {
 		all += $NF; if ($0 !~ "backend=\"" primary "\"") rep += $NF
 	} END { if (all > 0) printf "%.1f%% of %d", 100 * rep / all, all; else print "no reads counted" }' <<<"$metrics"
 }
+# ADMISSION_WAIT: the statements gatekeeper-admission admitted over the whole run (warm-ups
+# included) and their mean time in admission, from the statement's arrival to its admission
+# (gatekeeper_admission_wait_seconds): what admission adds before a statement goes on.
+ADMISSION_WAIT=
+if wants gatekeeper-admission && metrics=$(metrics_of gatekeeper-admission); then
+	ADMISSION_WAIT=$(awk '/^gatekeeper_admission_wait_seconds_sum / {s = $2} /^gatekeeper_admission_wait_seconds_count / {n = $2}
+		END { if (n > 0) printf "%d statements, %.2f µs each on average", n, 1e6 * s / n }' <<<"$metrics")
+fi
 SHARES=
 for t in gatekeeper-routed1 gatekeeper-routed; do
 	wants "$t" && SHARES="$SHARES${SHARES:+; }$t $(replica_share "$t")"
@@ -474,7 +491,7 @@ fi
 # The report: medians over the rounds, by awk from the CSV.
 MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 report() {
-	awk -F, -v workloads="$WORKLOADS" -v threads="$THREADS" -v targets="$TARGETS" -v plots="$PLOTS" '
+	awk -F, -v workloads="$WORKLOADS" -v threads="$THREADS" -v targets="$TARGETS" -v plots="$PLOTS" -v admwait="$ADMISSION_WAIT" '
 	function median(key,    n, i, j, v, a) {
 		n = split(vals[key], a, " ")
 		if (n == 0 || vals[key] == "") return ""
@@ -483,7 +500,10 @@ report() {
 	}
 	function m(w, th, t, c) { return median(w SUBSEP th SUBSEP t SUBSEP c) }
 	function f(x, fmt) { return x == "" ? "—" : sprintf(fmt, x) }
-	NR > 1 { for (c = 5; c <= 11; c++) if ($c != "") vals[$1, $2, $4, c] = vals[$1, $2, $4, c] " " $c }
+	NR > 1 {
+		for (c = 5; c <= 11; c++) if ($c != "") vals[$1, $2, $4, c] = vals[$1, $2, $4, c] " " $c
+		row[$1 "," $2 "," $3 "," $4] = $0; have[$4] = 1; if ($3 + 0 > maxr) maxr = $3 + 0
+	}
 	END {
 		nw = split(workloads, W, " "); nth = split(threads, TH, " "); nt = split(targets, T, " ")
 		np = 0; for (i = 1; i <= nt; i++) if (T[i] != "direct") P[++np] = T[i]
@@ -538,6 +558,38 @@ report() {
 		}
 		if (!one) print "| (no run at 1 thread) |"
 		print ""
+		if (("gatekeeper-admission" in have) && ("gatekeeper" in have)) {
+			print "## Admission on against off, round by round"
+			print ""
+			print "gatekeeper-admission minus gatekeeper in each round, where the two ran within a minute of each"
+			print "other: the average latency per sysbench event (µs, from transactions a second) and the CPU per"
+			print "query (µs)."
+			print ""
+			print "| workload | threads | figure | per round | median |"
+			print "|---|---:|---|---|---:|"
+			for (x = 1; x <= nw; x++) for (y = 1; y <= nth; y++) for (k = 1; k <= 2; k++) {
+				list = ""; delete d; nd = 0
+				for (r = 1; r <= maxr; r++) {
+					a = row[W[x] "," TH[y] "," r ",gatekeeper-admission"]; b = row[W[x] "," TH[y] "," r ",gatekeeper"]
+					if (a == "" || b == "") continue
+					split(a, A, ","); split(b, B, ",")
+					if (k == 1) { if (A[6] + 0 <= 0 || B[6] + 0 <= 0) continue; v = 1e6 / A[6] - 1e6 / B[6] }
+					else { if (A[11] == "" || B[11] == "") continue; v = A[11] - B[11] }
+					d[++nd] = v; list = list (list == "" ? "" : ", ") sprintf("%+.1f", v)
+				}
+				if (nd == 0) continue
+				for (i = 2; i <= nd; i++) { v = d[i]; for (j = i - 1; j >= 1 && d[j] > v; j--) d[j + 1] = d[j]; d[j + 1] = v }
+				med = nd % 2 ? d[(nd + 1) / 2] : (d[nd / 2] + d[nd / 2 + 1]) / 2
+				printf "| %s | %s | %s | %s | %+.1f |\n", W[x], TH[y], (k == 1 ? "average latency (µs)" : "CPU per query (µs)"), list, med
+			}
+			print ""
+			if (admwait != "") {
+				print "Inside the proxy, admission held " admwait " (from arrival to admission,"
+				print "`gatekeeper_admission_wait_seconds`, over the whole run): that is all it adds before a statement"
+				print "goes on; its release comes after the client has its answer."
+				print ""
+			}
+		}
 		print "## Every target"
 		print ""
 		print "Medians over the rounds; ratio is the target'"'"'s QPS over direct'"'"'s in the same cell."
