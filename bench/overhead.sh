@@ -568,19 +568,17 @@ report() {
 			print "| workload | threads | figure | per round | median |"
 			print "|---|---:|---|---|---:|"
 			for (x = 1; x <= nw; x++) for (y = 1; y <= nth; y++) for (k = 1; k <= 2; k++) {
-				list = ""; delete d; nd = 0
+				list = ""; key = "diff" SUBSEP W[x] SUBSEP TH[y] SUBSEP k
 				for (r = 1; r <= maxr; r++) {
 					a = row[W[x] "," TH[y] "," r ",gatekeeper-admission"]; b = row[W[x] "," TH[y] "," r ",gatekeeper"]
 					if (a == "" || b == "") continue
 					split(a, A, ","); split(b, B, ",")
 					if (k == 1) { if (A[6] + 0 <= 0 || B[6] + 0 <= 0) continue; v = 1e6 / A[6] - 1e6 / B[6] }
 					else { if (A[11] == "" || B[11] == "") continue; v = A[11] - B[11] }
-					d[++nd] = v; list = list (list == "" ? "" : ", ") sprintf("%+.1f", v)
+					vals[key] = vals[key] " " v; list = list (list == "" ? "" : ", ") sprintf("%+.1f", v)
 				}
-				if (nd == 0) continue
-				for (i = 2; i <= nd; i++) { v = d[i]; for (j = i - 1; j >= 1 && d[j] > v; j--) d[j + 1] = d[j]; d[j + 1] = v }
-				med = nd % 2 ? d[(nd + 1) / 2] : (d[nd / 2] + d[nd / 2 + 1]) / 2
-				printf "| %s | %s | %s | %s | %+.1f |\n", W[x], TH[y], (k == 1 ? "average latency (µs)" : "CPU per query (µs)"), list, med
+				if (list == "") continue
+				printf "| %s | %s | %s | %s | %+.1f |\n", W[x], TH[y], (k == 1 ? "average latency (µs)" : "CPU per query (µs)"), list, median(key)
 			}
 			print ""
 			if (admwait != "") {

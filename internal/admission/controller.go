@@ -371,9 +371,7 @@ func (c *Controller) awaitProbe(t *Ticket, now time.Time) (State, error) {
 		c.lengthyWaiting++
 	}
 	c.probing.push(t)
-	if c.cfg.Auto.Enabled {
-		c.tune.waits(now, c)
-	}
+	c.noteWaits(now)
 	return Queued, nil
 }
 
@@ -641,9 +639,7 @@ func (c *Controller) waiting() int {
 // room as the queue's head would, and only a full lane lets the units behind it pass. A
 // paced lane's parked units go first whenever they fit: the pace bounds them instead.
 func (c *Controller) dispatch(now time.Time) {
-	if c.cfg.Auto.Enabled {
-		defer c.tune.waits(now, c) // after the units that now fit have left the queue
-	}
+	defer c.noteWaits(now) // after the units that now fit have left the queue
 	for {
 		var q *Ticket
 		if c.order.len() > 0 {
@@ -798,9 +794,7 @@ func signal(t *Ticket) {
 func (c *Controller) refuse(t *Ticket, err error, now time.Time) {
 	c.unqueue(t)
 	c.stopWaiting(t)
-	if c.cfg.Auto.Enabled {
-		c.tune.waits(now, c)
-	}
+	c.noteWaits(now)
 	t.state, t.err = Idle, err
 	c.endProbe(t, 0, now)
 	if t.gated {

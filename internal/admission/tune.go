@@ -198,6 +198,14 @@ func (u *tuner) waits(now time.Time, c *Controller) {
 	u.waitingNow = c.waiting() > 0
 }
 
+// noteWaits tells the adaptive capacity, when on, that the queue may have changed now;
+// c.mu is held.
+func (c *Controller) noteWaits(now time.Time) {
+	if c.cfg.Auto.Enabled {
+		c.tune.waits(now, c)
+	}
+}
+
 // complete records a unit's busy time.
 func (u *tuner) complete(typ uint64, busy time.Duration) {
 	p, ok := u.cur[typ]

@@ -251,7 +251,6 @@ func editDistance(a, b string) int {
 
 var durationType = reflect.TypeFor[time.Duration]()
 
-// decodeValue decodes a raw value from the file, the environment or a flag into dst.
 // decodeAuto reads into dst, a duration type with an auto value: auto, or a duration not
 // below 0 (so that no duration reads as auto); invalid is the error, with a %q for raw.
 func decodeAuto(raw any, dst reflect.Value, auto int64, invalid string) error {
@@ -271,6 +270,7 @@ func decodeAuto(raw any, dst reflect.Value, auto int64, invalid string) error {
 	return nil
 }
 
+// decodeValue decodes a raw value from the file, the environment or a flag into dst.
 func decodeValue(raw any, dst reflect.Value) error {
 	switch dst.Type() {
 	case durationType:
