@@ -282,6 +282,22 @@ func (p *Pool) dialInSlot(ctx context.Context, w *Want) (*Lease, error) {
 	return p.lend(c), nil
 }
 
+// Redial ends the backend's network backoff when it began before seen, a time at which the
+// backend was seen to answer (by a health check that does not use the pool), so that the
+// next Acquire dials at once instead of waiting out a backoff that doubled while the
+// backend was away. It reports whether a backoff ended. A dial that fails again starts a
+// new backoff, which only a later sighting ends.
+func (p *Pool) Redial(seen time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := &p.backoff
+	if !time.Now().Before(b.until) || !b.until.Add(-b.wait).Before(seen) {
+		return false
+	}
+	*b = dialBackoff{}
+	return true
+}
+
 // backoffLocked returns the error to give instead of dialing while a backoff runs.
 func (p *Pool) backoffLocked(user string) error {
 	now := time.Now()

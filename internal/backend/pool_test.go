@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -487,4 +488,38 @@ func TestPrepareUnderTheSnapshotOfItsTime(t *testing.T) {
 func withState(w *Want, s *State) *Want {
 	w.State = s
 	return w
+}
+
+// TestRedialEndsABackoffBegunBeforeASighting: dials to a backend that is away back off;
+// a sighting of the backend after the backoff began ends it (the next Acquire dials), one
+// from before does not.
+func TestRedialEndsABackoffBegunBeforeASighting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens: dials are refused
+	p := NewPool(&Dialer{Addr: addr, ConnectTimeout: time.Second}, PoolConfig{}, nil, slog.New(slog.DiscardHandler))
+	t.Cleanup(p.Close)
+	w := want(user("app", "pw"))
+	before := time.Now()
+	if _, err := p.Acquire(context.Background(), w); err == nil || errors.Is(err, ErrBackoff) {
+		t.Fatalf("err = %v, want the dial's error", err)
+	}
+	if _, err := p.Acquire(context.Background(), w); !errors.Is(err, ErrBackoff) {
+		t.Fatalf("err = %v, want ErrBackoff", err)
+	}
+	if p.Redial(before.Add(-time.Second)) {
+		t.Error("a sighting from before the dial failed ended the backoff")
+	}
+	if !p.Redial(time.Now()) {
+		t.Fatal("a sighting after the dial failed did not end the backoff")
+	}
+	if _, err := p.Acquire(context.Background(), w); err == nil || errors.Is(err, ErrBackoff) {
+		t.Fatalf("err = %v, want a new dial and its error", err)
+	}
+	if p.Redial(before) {
+		t.Error("a sighting from before the new dial ended its backoff")
+	}
 }
