@@ -523,10 +523,12 @@ func (s *session) leaseFor(pool *backend.Pool, to *replicas.Backend, reason read
 	primary := pl.pooling.pool
 	if pool != nil {
 		lease, err := pool.Acquire(s.ctx, &pl.want)
-		if st := to.Status(); errors.Is(err, backend.ErrBackoff) && st.Up && pool.Redial(st.Checked) {
-			// The replica's monitor saw it answer after the dials failed: dial now, rather
-			// than send its reads to the primary until the backoff runs out.
-			lease, err = pool.Acquire(s.ctx, &pl.want)
+		if errors.Is(err, backend.ErrBackoff) {
+			if st := to.Status(); st.Up && pool.Redial(st.Checked) {
+				// The replica's monitor saw it answer after the dials failed: dial now,
+				// rather than send its reads to the primary until the backoff runs out.
+				lease, err = pool.Acquire(s.ctx, &pl.want)
+			}
 		}
 		if err == nil {
 			s.startRead(to, reason)
