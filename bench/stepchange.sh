@@ -3,7 +3,8 @@
 # capacity follow, and how close does it stay to the best static capacity of each state?
 #
 #   bench/stepchange.sh [--clients N] [--phase D] [--capacities LIST] [--warmup D]
-#                       [--duration D] [--full CPUS] [--interval D] [--static-csv FILE] [--out DIR]
+#                       [--duration D] [--full CPUS] [--interval D] [--runs N] [--rounds N]
+#                       [--static-csv FILE] [--out DIR]
 #
 # The primary's server process runs in a cgroup of its own whose processor quota is --full
 # processors (default 1) or half of that. The bookstore (shopping mix, --clients closed-loop
@@ -11,14 +12,19 @@
 #   1. with admission.capacity auto, for 3 phases of --phase (default 60s) each after a
 #      warm-up of --phase: full, half, full again; every second the proxy's capacity and the
 #      units it completed are sampled (--interval: admission.capacity_interval, default 2s);
+#      --runs (default 1) runs it that many times, each on a fresh proxy;
 #   2. with each static capacity of --capacities (default 40ms,80ms,160ms,320ms,640ms) in
 #      each state, a fresh proxy each, --warmup (default 15s) then --duration (default 30s)
-#      measured; --static-csv adds the runs of an earlier run's static.csv (--capacities ''
-#      then runs none).
+#      measured, --rounds times (default 1; every other round in the reverse order, so that a
+#      drift of the machine's speed does not favour one end); --static-csv adds the runs of
+#      an earlier run's static.csv (--capacities '' then runs none).
 # Throughput is the proxy's completed units a second (gatekeeper_units_total), the same
 # measure for every run. It reports each phase's throughput over its last half against the
 # best static capacity of that state, and how long the capacity took to settle after each
 # change: the time from which it stayed within a factor 1.5 of where it ended the phase.
+# With more than one run or round it compares medians: a static capacity's median over its
+# rounds, and each phase's median over the runs (one 30 s run of a static capacity on two
+# shared processors can be off by a fifth).
 # Writes bench/results/stepchange/ (README.md, trace.csv, static.csv).
 #
 # Needs root and the cgroup cpu controller (v1 /sys/fs/cgroup/cpu, or v2 with cpu enabled).
@@ -26,12 +32,13 @@
 # loopback ports 35306-35308 (replication stopped) and stops them at the end; GATEKEEPER=/path
 # runs that binary instead of building bin/gatekeeper. Every process it starts listens on
 # 127.0.0.1 and is stopped by its PID at exit; the primary leaves the cgroup at exit.
-# About 4 x --phase plus 10 x (--warmup + --duration), and a minute to load: 12 minutes.
+# About --runs x 4 x --phase plus --rounds x 10 x (--warmup + --duration), and a minute to
+# load: 12 minutes at the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CLIENTS=200 PHASE=60s CAPACITIES=40ms,80ms,160ms,320ms,640ms WARMUP=15s DURATION=30s FULL=1
-OUT=bench/results/stepchange STATIC_CSV= INTERVAL=2s
+OUT=bench/results/stepchange STATIC_CSV= INTERVAL=2s RUNS=1 ROUNDS=1
 ARGS="bench/stepchange.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 usage() {
 	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -50,6 +57,8 @@ while [ $# -gt 0 ]; do
 	--full) FULL=$2 ;;
 	--static-csv) STATIC_CSV=$2 ;;
 	--interval) INTERVAL=$2 ;;
+	--runs) RUNS=$2 ;;
+	--rounds) ROUNDS=$2 ;;
 	--out) OUT=$2 ;;
 	*) usage 2 >&2 ;;
 	esac
@@ -61,6 +70,8 @@ seconds() {
 }
 PHASE_S=$(seconds "$PHASE") WARMUP_S=$(seconds "$WARMUP") DURATION_S=$(seconds "$DURATION")
 [[ $CLIENTS =~ ^[1-9][0-9]*$ ]] || fail "--clients takes a positive whole number, not '$CLIENTS'"
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || fail "--runs takes a positive whole number, not '$RUNS'"
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || fail "--rounds takes a positive whole number, not '$ROUNDS'"
 [[ $FULL =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "--full takes a number of processors, as in 1 or 1.5, not '$FULL'"
 if [ -n "$STATIC_CSV" ]; then
 	head -n 1 "$STATIC_CSV" 2>/dev/null | grep -qx 'state,capacity,rate' ||
@@ -154,7 +165,7 @@ start_proxy() {
 }
 
 # sample prints the time, the capacity in seconds, the units completed so far, the units
-# running and waiting, and the adaptive capacity's last decision and slowdown.
+# running and waiting, and the adaptive capacity's last decision and stretch.
 sample() {
 	curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v t="$(date +%s.%N)" '
 		/^gatekeeper_admission_capacity_seconds / {c = $2}
@@ -162,7 +173,7 @@ sample() {
 		/^gatekeeper_admission_running / {r = $2}
 		/^gatekeeper_admission_queue_length / {q = $2}
 		/^gatekeeper_admission_capacity_last_decision\{/ && $2 == 1 {split($1, a, "\""); d = a[2]}
-		/^gatekeeper_admission_capacity_slowdown_ratio / {s = $2}
+		/^gatekeeper_admission_capacity_stretch_ratio / {s = $2}
 		END {printf "%.3f,%s,%d,%d,%d,%s,%.3f\n", t, c, u, r, q, d, s}'
 }
 
@@ -177,48 +188,58 @@ load() {
 mkdir -p "$OUT"
 TRACE=$OUT/trace.csv STATIC=$OUT/static.csv
 
-echo "bench/stepchange.sh: auto, ${PHASE} warm-up then full, half, full" >&2
-quota "$FULL"
-start_proxy auto
-load $((4 * PHASE_S + 5))
-echo "second,state,capacity_s,units,running,queued,decision,slowdown" >"$TRACE"
-t0=$(date +%s.%N)
-state=warmup
-for s in $(seq 0 $((4 * PHASE_S - 1))); do
-	case $((s / PHASE_S)) in
-	1) [ "$state" = full ] || { state=full; quota "$FULL"; } ;;
-	2) [ "$state" = half ] || { state=half; quota "$HALF"; echo "bench/stepchange.sh: half" >&2; } ;;
-	3) [ "$state" = again ] || { state=again; quota "$FULL"; echo "bench/stepchange.sh: full again" >&2; } ;;
-	esac
-	IFS=, read -r _ c u rest <<<"$(sample)"
-	echo "$s,$state,$c,$u,$rest" >>"$TRACE"
-	# Sleep to the next whole second since the start.
-	sleep "$(awk -v t0="$t0" -v s="$s" -v now="$(date +%s.%N)" 'BEGIN {d = t0 + s + 1 - now; print (d > 0 ? d : 0)}')"
+echo "second,state,capacity_s,units,running,queued,decision,stretch,run" >"$TRACE"
+for run in $(seq 1 "$RUNS"); do
+	echo "bench/stepchange.sh: auto (run $run of $RUNS), ${PHASE} warm-up then full, half, full" >&2
+	quota "$FULL"
+	start_proxy auto
+	load $((4 * PHASE_S + 5))
+	t0=$(date +%s.%N)
+	state=warmup
+	for s in $(seq 0 $((4 * PHASE_S - 1))); do
+		case $((s / PHASE_S)) in
+		1) [ "$state" = full ] || { state=full; quota "$FULL"; } ;;
+		2) [ "$state" = half ] || { state=half; quota "$HALF"; echo "bench/stepchange.sh: half" >&2; } ;;
+		3) [ "$state" = again ] || { state=again; quota "$FULL"; echo "bench/stepchange.sh: full again" >&2; } ;;
+		esac
+		IFS=, read -r _ c u rest <<<"$(sample)"
+		echo "$s,$state,$c,$u,$rest,$run" >>"$TRACE"
+		# Sleep to the next whole second since the start.
+		sleep "$(awk -v t0="$t0" -v s="$s" -v now="$(date +%s.%N)" 'BEGIN {d = t0 + s + 1 - now; print (d > 0 ? d : 0)}')"
+	done
+	stop_pid "$LOAD_PID"
+	stop_pid "$PROXY_PID"
 done
-stop_pid "$LOAD_PID"
-stop_pid "$PROXY_PID"
 quota "$FULL"
 
 echo "state,capacity,rate" >"$STATIC"
 if [ -n "$STATIC_CSV" ]; then
 	tail -n +2 "$STATIC_CSV" >>"$STATIC"
 fi
-for cap in ${CAPACITIES//,/ }; do
-	for st in full half; do
-		q=$FULL
-		[ "$st" = half ] && q=$HALF
-		quota "$q"
-		echo "bench/stepchange.sh: static $cap, $st" >&2
-		start_proxy "$cap"
-		load $((WARMUP_S + DURATION_S + 5))
-		sleep "$WARMUP_S"
-		IFS=, read -r t1 _ u1 _ <<<"$(sample)"
-		sleep "$DURATION_S"
-		IFS=, read -r t2 _ u2 _ <<<"$(sample)"
-		stop_pid "$LOAD_PID"
-		stop_pid "$PROXY_PID"
-		awk -v st="$st" -v cap="$cap" -v t1="$t1" -v t2="$t2" -v u1="$u1" -v u2="$u2" \
-			'BEGIN {printf "%s,%s,%.1f\n", st, cap, (u2 - u1) / (t2 - t1)}' >>"$STATIC"
+read -r -a CAPS <<<"${CAPACITIES//,/ }"
+for round in $(seq 1 "$ROUNDS"); do
+	order=("${CAPS[@]}")
+	if [ $((round % 2)) -eq 0 ]; then
+		order=()
+		for ((i = ${#CAPS[@]} - 1; i >= 0; i--)); do order+=("${CAPS[i]}"); done
+	fi
+	for cap in "${order[@]}"; do
+		for st in full half; do
+			q=$FULL
+			[ "$st" = half ] && q=$HALF
+			quota "$q"
+			echo "bench/stepchange.sh: static $cap, $st (round $round of $ROUNDS)" >&2
+			start_proxy "$cap"
+			load $((WARMUP_S + DURATION_S + 5))
+			sleep "$WARMUP_S"
+			IFS=, read -r t1 _ u1 _ <<<"$(sample)"
+			sleep "$DURATION_S"
+			IFS=, read -r t2 _ u2 _ <<<"$(sample)"
+			stop_pid "$LOAD_PID"
+			stop_pid "$PROXY_PID"
+			awk -v st="$st" -v cap="$cap" -v t1="$t1" -v t2="$t2" -v u1="$u1" -v u2="$u2" \
+				'BEGIN {printf "%s,%s,%.1f\n", st, cap, (u2 - u1) / (t2 - t1)}' >>"$STATIC"
+		done
 	done
 done
 quota "$FULL"
@@ -230,12 +251,12 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "The primary runs in a cgroup with a quota of $FULL processor(s) (full) or $HALF (half). The"
 	echo "bookstore's shopping mix runs through gatekeeper (sjf, type key tag, $CLIENTS closed-loop clients)."
 	echo "With \`admission.capacity: auto\` (capacity_interval $INTERVAL) the proxy starts cold and runs ${PHASE} of warm-up at full,"
-	echo "then ${PHASE} at full, ${PHASE} at half and ${PHASE} at full again, in one run; each static"
+	echo "then ${PHASE} at full, ${PHASE} at half and ${PHASE} at full again, in one run ($RUNS in all, each on a fresh proxy); each static"
 	if [ -n "$STATIC_CSV" ]; then
-		echo "capacity runs in each state on a fresh proxy, ${WARMUP} of warm-up then ${DURATION} measured"
+		echo "capacity runs in each state on a fresh proxy, ${WARMUP} of warm-up then ${DURATION} measured, $ROUNDS time(s)"
 		echo "(some in an earlier run of the script, whose static.csv this one took: $(basename "$STATIC_CSV"))."
 	else
-		echo "capacity runs in each state on a fresh proxy, ${WARMUP} of warm-up then ${DURATION} measured."
+		echo "capacity runs in each state on a fresh proxy, ${WARMUP} of warm-up then ${DURATION} measured, $ROUNDS time(s)."
 	fi
 	echo "Throughput is units completed a second by the proxy (\`gatekeeper_units_total\`). A phase's"
 	echo "throughput is taken over its last half; the capacity has settled from the second after"
@@ -244,32 +265,57 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	python3 - "$STATIC" "$TRACE" "$PHASE_S" <<-'EOF'
 		import csv, statistics, sys
 		static, trace, phase = sys.argv[1], sys.argv[2], int(sys.argv[3])
-		best, runs = {}, {"full": [], "half": []}
+		cells = {}
 		for r in csv.DictReader(open(static)):
-		    rate = float(r["rate"])
-		    runs[r["state"]].append(f"{r['capacity']} {rate:.0f}/s")
-		    if rate > best.get(r["state"], ("", 0))[1]:
-		        best[r["state"]] = (r["capacity"], rate)
-		rows = list(csv.DictReader(open(trace)))
-		cap = [float(r["capacity_s"]) for r in rows]
-		units = [int(r["units"]) for r in rows]
+		    cells.setdefault((r["state"], r["capacity"]), []).append(float(r["rate"]))
+		best, runs = {}, {"full": [], "half": []}
+		for (state, c), rates in cells.items():
+		    rate = statistics.median(rates)
+		    spread = f" ({min(rates):.0f}-{max(rates):.0f})" if len(rates) > 1 else ""
+		    runs[state].append(f"{c} {rate:.0f}/s{spread}")
+		    if rate > best.get(state, ("", 0))[1]:
+		        best[state] = (c, rate)
+		byrun = {}
+		for r in csv.DictReader(open(trace)):
+		    byrun.setdefault(r.get("run") or "1", []).append(r)
+		phases = {}  # name: [(rate, capacity median, settled)] by run
+		for rows in byrun.values():
+		    cap = [float(r["capacity_s"]) for r in rows]
+		    units = [int(r["units"]) for r in rows]
+		    for p, name in enumerate(["full", "half", "full again"], 1):
+		        a, b = p * phase, (p + 1) * phase - 1
+		        h = a + phase // 2
+		        med = statistics.median(cap[h:b + 1])
+		        settled = a
+		        for s in range(b, a - 1, -1):
+		            if cap[s] > 1.5 * med or cap[s] < med / 1.5:
+		                settled = s + 1
+		                break
+		        phases.setdefault(name, []).append(((units[b] - units[h]) / (b - h), med, settled - a))
+		many = len(byrun) > 1
 		print("| phase | state | auto units/s (last half) | auto capacity (median, last half) | settled after | best static | its units/s | auto / best |")
 		print("|---|---|---:|---:|---:|---|---:|---:|")
 		for p, name in enumerate(["full", "half", "full again"], 1):
-		    a, b = p * phase, (p + 1) * phase - 1
-		    h = a + phase // 2
-		    rate = (units[b] - units[h]) / (b - h)
-		    med = statistics.median(cap[h:b + 1])
-		    settled = a
-		    for s in range(b, a - 1, -1):
-		        if cap[s] > 1.5 * med or cap[s] < med / 1.5:
-		            settled = s + 1
-		            break
-		    ref = "half" if name == "half" else "full"
-		    bc, br = best[ref]
-		    print(f"| {p} | {name} | {rate:.1f} | {med * 1000:.0f} ms | {settled - a} s | {bc} | {br:.1f} | {rate / br:.2f} |")
+		    got = phases[name]
+		    rate = statistics.median(g[0] for g in got)
+		    bc, br = best["half" if name == "half" else "full"]
+		    each = lambda f: ", ".join(f(g) for g in got)
+		    if many:
+		        rates = f"{rate:.1f} ({each(lambda g: f'{g[0]:.0f}')})"
+		        caps = each(lambda g: f"{g[1] * 1000:.0f}") + " ms"
+		        settled = each(lambda g: f"{g[2]}") + " s"
+		        ratio = f"{rate / br:.2f} ({each(lambda g: f'{g[0] / br:.2f}')})"
+		    else:
+		        rates, caps, settled = f"{rate:.1f}", f"{got[0][1] * 1000:.0f} ms", f"{got[0][2]} s"
+		        ratio = f"{rate / br:.2f}"
+		    print(f"| {p} | {name} | {rates} | {caps} | {settled} | {bc} | {br:.1f} | {ratio} |")
 		print()
-		print("Static capacities, units/s: full: " + ", ".join(runs["full"]) + "; half: " + ", ".join(runs["half"]) + ".")
+		if many:
+		    print(f"With {len(byrun)} runs of the adaptive capacity, a phase's units/s and its ratio are the median over the runs, each run's in brackets.")
+		    print()
+		rounds = max(len(r) for r in cells.values())
+		what = f"median of {rounds} rounds (lowest-highest)" if rounds > 1 else "one run each"
+		print(f"Static capacities, units/s, {what}: full: " + ", ".join(runs["full"]) + "; half: " + ", ".join(runs["half"]) + ".")
 	EOF
 	echo
 	echo "The capacity and throughput of every second are in [trace.csv](trace.csv), the static runs in"

@@ -100,14 +100,14 @@ type QueueResponse struct {
 type AdaptiveCapacity struct {
 	MinMS float64 `json:"min_ms"`
 	MaxMS float64 `json:"max_ms"`
-	// Last is the last window's decision: up, down, revert, hold, idle, sparse or stall.
+	// Last is the last window's decision: up, down, hold, idle, sparse or stall.
 	Last string `json:"last"`
-	// Step is the next move, a fraction of the capacity.
-	Step float64 `json:"step"`
-	// Slowdown is how much longer each type ran in the last window than in the one before
-	// (1: as fast), and Gain its completions a second over the one before's.
-	Slowdown float64 `json:"slowdown"`
-	Gain     float64 `json:"gain"`
+	// Stretch is how many times longer than alone the last window's units ran (1: as fast),
+	// Target the stretch the capacity moves towards, and Gain the window's completions a
+	// second over the one before's.
+	Stretch float64 `json:"stretch"`
+	Target  float64 `json:"target"`
+	Gain    float64 `json:"gain"`
 	// Moved counts the windows that moved the capacity.
 	Moved uint64 `json:"moved"`
 }

@@ -97,6 +97,10 @@ type Ticket struct {
 	// later units of the type wait aside (probing) until it ends.
 	probe   bool
 	probing bool
+	// alone: the unit started with no other running; admitNo is the controller's count of
+	// admissions at its own, so that it ran alone throughout if no other came after it.
+	alone   bool
+	admitNo uint64
 	err     error
 	ready   chan struct{}
 }
@@ -120,6 +124,7 @@ type Controller struct {
 
 	load     time.Duration // expected cost of the running units
 	running  int
+	admits   uint64 // units admitted, ever
 	openTxns int
 	lane     int // lengthy units running inside the reserve
 	// lengthyLoad is the part of load that lengthy units hold (with the reserve on).
@@ -497,7 +502,7 @@ func (c *Controller) paced() bool {
 // fits says whether t may start now, and whether it would run in the lengthy lane.
 func (c *Controller) fits(t *Ticket, now time.Time) (ok, lane bool) {
 	cfg := &c.cfg
-	if cfg.MaxConcurrency > 0 && c.running >= cfg.MaxConcurrency {
+	if cfg.MaxConcurrency > 0 && c.running >= cfg.MaxConcurrency || c.soloOnly() {
 		return false, false
 	}
 	if t.req.Txn && cfg.MaxOpenTransactions > 0 && c.openTxns >= cfg.MaxOpenTransactions {
@@ -571,8 +576,10 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 	t.end = now.Add(t.req.service())
 	c.active.push(t)
 	if c.cfg.Auto.Enabled {
-		c.tune.running(now, c.running, c.load)
+		c.tune.running(now, c.running)
 	}
+	c.admits++
+	t.alone, t.admitNo = c.running == 0, c.admits
 	c.load += t.req.Cost
 	if t.lengthy {
 		c.lengthyLoad += t.req.Cost
@@ -828,7 +835,7 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 	t.state = Idle
 	c.active.remove(t)
 	if c.cfg.Auto.Enabled {
-		c.tune.running(now, c.running, c.load)
+		c.tune.running(now, c.running)
 	}
 	c.load -= t.req.Cost
 	if t.lengthy {
@@ -847,7 +854,9 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 		c.lane--
 	}
 	if c.cfg.Auto.Enabled && busy > 0 {
-		c.tune.complete(t.req.Type, busy)
+		if c.tune.complete(t.req.Type, busy, t.alone && c.admits == t.admitNo) {
+			c.endCheck(now)
+		}
 	}
 	c.endProbe(t, busy, now)
 	if c.cfg.Sessions.ActiveLimit > 0 {
@@ -915,8 +924,9 @@ func (c *Controller) Tick(now time.Time) {
 	c.expire(now)
 	if c.cfg.Auto.Enabled {
 		before := c.cfg.Capacity
+		ended := c.check(now)
 		c.adapt(now)
-		if c.cfg.Capacity > before {
+		if ended || c.cfg.Capacity > before {
 			c.dispatch(now) // units that fit now
 		}
 	}

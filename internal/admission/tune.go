@@ -2,31 +2,34 @@ package admission
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"time"
 )
 
 // AutoConfig turns on the adaptive capacity: the controller moves Config.Capacity itself,
-// between Min and Max, to the smallest capacity at which the database does the most work.
-// It is off while Enabled is false; Config.Capacity is then fixed.
+// between Min and Max, so that the units it lets run take about Stretch times as long at the
+// database as each of their types takes alone. It is off while Enabled is false;
+// Config.Capacity is then fixed.
 type AutoConfig struct {
 	Enabled bool
 	// Min and Max bound the capacity. Config.Capacity is where it starts (calibrate's
 	// result makes a good start; the smallest capacity makes a cold start without a storm).
 	Min, Max time.Duration
 	// Interval is the measurement window: the capacity moves at most once per window,
-	// except early in a cold start. Default 2s: a second of a loaded database is too noisy
-	// to tell a step of the capacity from chance.
+	// except early in a cold start. Default 2s.
 	Interval time.Duration
-	// Step is the first move, as a fraction of the capacity. A move that helped is followed
-	// by one half as large again (up to a half); a move that hurt is undone and the
-	// step halves (down to a tenth). Default 0.25.
+	// Step is the largest move in one window, as a fraction of the capacity: up to 1+Step
+	// times it, or down to 1/(1+Step). Default 0.5. A cold start doubles.
 	Step float64
+	// Stretch is the target: how many times longer than alone the units run, averaged (in
+	// logs) over them. Past the database's knee its processors are shared, so units run
+	// longer in proportion to their number; below it they run about as fast as alone. A
+	// target of 2 keeps the database's processors busy with about as many units again
+	// waiting inside it. Default 2.
+	Stretch float64
 }
 
-// withDefaults fills in the interval and step left 0.
+// withDefaults fills in the settings left 0.
 func (a AutoConfig) withDefaults() AutoConfig {
 	if a.Interval == 0 {
 		a.Interval = defaultTuneInterval
@@ -34,36 +37,45 @@ func (a AutoConfig) withDefaults() AutoConfig {
 	if a.Step == 0 {
 		a.Step = defaultTuneStep
 	}
+	if a.Stretch == 0 {
+		a.Stretch = defaultTuneStretch
+	}
 	return a
 }
 
 // Tuning defaults and bounds.
 const (
 	defaultTuneInterval = 2 * time.Second
+	defaultTuneStep     = 0.5
+	defaultTuneStretch  = 2.5
 	// earlyWindow is the shortest window: a cold start's, or one in which a unit ran
 	// alone while others waited, end after it (or a quarter of the interval, if shorter).
-	earlyWindow     = 250 * time.Millisecond
-	defaultTuneStep = 0.25
-	minTuneStep     = 0.1
-	maxTuneStep     = 0.5
-	// minTuneSamples is the fewest completions of types measured in both windows for a
-	// window to count: fewer say nothing about the database.
+	earlyWindow = 250 * time.Millisecond
+	// minTuneSamples is the fewest completions of types with a solo time for a window to
+	// count: fewer say nothing about the database.
 	minTuneSamples = 20
 	// stallWindows is how many windows in a row the capacity holds when throughput falls to
-	// under half with nothing moved (a checkpoint, a lock): a stall is waited out, not
-	// followed down. A change that lasts longer is the database's new state.
+	// under half and the units run twice as long with nothing moved (a checkpoint, a lock):
+	// a stall is waited out, not followed down. A change that lasts longer is the
+	// database's new state.
 	stallWindows = 5
-	// kneeElasticity is the elasticity of the slowdown to the running units past which the
-	// capacity is past the knee: more running units bring at most a quarter as much more
-	// work done. Processor sharing gives 1 past the knee and 0 below it.
-	kneeElasticity = 0.75
-	// bindingUse is the mean share of the capacity held by running units past which the
-	// capacity binds: a move up that let no more units run then was too small, not useless.
+	// bindingUse is the share of a window through which units must wait for capacity for a
+	// stretch under the target to move the capacity up: when they waited less, the clients,
+	// not the capacity, bound the units.
 	bindingUse = 0.75
-	// starvedRetry is how many windows past the knee a starved capacity waits before it
-	// doubles again.
-	starvedRetry = 5
-	// maxTuneTypes bounds the per-type prices kept between windows.
+	// deadBand is how far the stretch may be from the target, as a ratio, before the
+	// capacity moves: within it a window's noise would only make it wander.
+	deadBand = 1.15
+	// A solo check runs every soloEvery windows while units wait: it admits one unit at a
+	// time until soloUnits units have each run alone, or soloLimit has passed, so that each
+	// type's time alone follows the database (a lost processor makes every unit slower
+	// alone too). Units that run alone at other times count as well.
+	soloEvery = 4
+	soloUnits = 8
+	soloLimit = 500 * time.Millisecond
+	// soloWeight is the weight of a new solo time in its type's moving average (in logs).
+	soloWeight = 0.25
+	// maxTuneTypes bounds the types kept.
 	maxTuneTypes = 4096
 )
 
@@ -78,25 +90,23 @@ const (
 	DecisionIdle
 	// DecisionSparse: too few completions to measure; it holds.
 	DecisionSparse
-	// DecisionStall: throughput fell to under half with the capacity unchanged; it holds
-	// for up to stallWindows windows.
+	// DecisionStall: throughput fell to under half and the units ran twice as long with
+	// the capacity unchanged; it holds for up to stallWindows windows.
 	DecisionStall
-	// DecisionUp and DecisionDown: the capacity moved, to learn whether that helps.
+	// DecisionUp and DecisionDown: the stretch was under or over the target.
 	DecisionUp
 	DecisionDown
-	// DecisionRevert: the last move hurt (less work done, or units slowed without more
-	// work), so it was undone.
-	DecisionRevert
-	// DecisionHold: the last move's outcome was unclear; the capacity stays for a window.
+	// DecisionHold: the stretch was near the target, or under it while the clients, not
+	// the capacity, bound the units.
 	DecisionHold
 	numDecisions
 )
 
 // Decisions lists every decision, for metrics.
-var Decisions = []Decision{DecisionNone, DecisionIdle, DecisionSparse, DecisionStall, DecisionUp, DecisionDown, DecisionRevert, DecisionHold}
+var Decisions = []Decision{DecisionNone, DecisionIdle, DecisionSparse, DecisionStall, DecisionUp, DecisionDown, DecisionHold}
 
 func (d Decision) String() string {
-	return [...]string{"none", "idle", "sparse", "stall", "up", "down", "revert", "hold"}[d]
+	return [...]string{"none", "idle", "sparse", "stall", "up", "down", "hold"}[d]
 }
 
 // AutoState is the adaptive capacity's state, in Snapshot.
@@ -104,67 +114,66 @@ type AutoState struct {
 	Enabled  bool
 	Min, Max time.Duration
 	Last     Decision
-	// Step is the size of the next move, as a fraction of the capacity.
-	Step float64
-	// Gain is the last window's completions a second over the window before's, Slowdown how
-	// much longer each type took than in the window before (averaged over the units), and
-	// Elasticity the slowdown's log over the log of the change in running units (0 when
-	// they did not change). Gain and Slowdown are 0 when a window had nothing to compare.
-	Gain, Slowdown, Elasticity float64
-	// Moved counts the windows that moved the capacity, Decided the windows by decision.
-	Moved   uint64
-	Decided [numDecisions]uint64
-}
-
-// price is one type's completions in a window: how many, and the sum of the logs of
-// their busy times (in seconds).
-type price struct {
-	n   int
-	log float64
+	// Stretch is the last window's: how many times longer than alone its units ran
+	// (geometric mean over the units of types timed alone; 0 when none was). Target is
+	// the stretch the capacity is moved towards.
+	Stretch, Target float64
+	// Gain is the last window's completions a second over the window before's (0 when a
+	// window had nothing to compare).
+	Gain float64
+	// Moved counts the windows that moved the capacity, Decided the windows by decision,
+	// Solo the solo checks and SoloUnits the units timed alone.
+	Moved, Solo, SoloUnits uint64
+	Decided                [numDecisions]uint64
 }
 
 // tuner is the adaptive capacity's state; it lives under the controller's lock.
 //
-// Each window measures two things of the database: how many units ran in it at once (the
-// time average of the running units) and how much slower each type ran than in the window
-// before (the ratio of the type's geometric mean busy time in the two windows, averaged
-// over the units, so that the many cheap units make it precise). Past the database's knee its processors
-// are shared: a quarter more running units makes every unit a quarter slower, for the same
-// work done. Below the knee more running units run as fast as before and do more. So after
-// a move, the elasticity of the slowdown to the concurrency, log(slowdown) / log(concurrency
-// ratio), says which side of the knee the capacity is on: near 0 below it, near 1 past it.
-// The capacity goes up while it is under a half, and down while it is over; a move that
-// lands on the wrong side is undone and the step halves, so that the capacity settles at the
-// knee, and it keeps probing a step either side of it to follow the database.
+// Each type's busy time alone (its solo time) is what the database takes for its units
+// with nothing else to do. A window's stretch is how many times longer its units took than
+// that, averaged in logs over the units, so that the many cheap ones make it precise and a
+// few caught by a stall do not swing it. Below the database's knee units run about as fast
+// as alone; past it they share its processors and run longer in proportion to their number.
+// So the stretch measures the queue inside the database, not the one in front of it, and
+// it does not depend on the mix of types. The capacity moves by the ratio of the target to
+// the stretch (bounded by Step, and by its square root once settled): more units while
+// they run as fast as alone, fewer while they wait on each other. When the database loses
+// processors, units take longer alone too; the solo checks follow that, so that the
+// capacity is not taken below what the slower database needs, nor left high when it
+// gets them back.
 type tuner struct {
 	start time.Time // of the current window
 	// queued: a unit waited for capacity during the window.
 	queued bool
-	cur    map[uint64]price // this window's completions by type
-	prev   map[uint64]price // the last window's
+	// solo maps each type to the moving average of the logs of its busy times alone (in
+	// seconds).
+	solo map[uint64]float64
+	// sum and n: the logs of this window's units' stretches (each unit's busy time over its
+	// type's solo time), and how many.
+	sum       float64
+	n         int
+	completed int
 	// area is the running units integrated over the window (unit-seconds, in ns), from
-	// areaAt on; prevConc is the last window's mean concurrency, prevRate its completions a
-	// second.
+	// areaAt on, outside solo checks; soloTime is the window's time in solo checks.
 	area     float64
-	loadArea float64 // the load integrated likewise
 	areaAt   time.Time
+	soloTime time.Duration
 	// waitArea is the time in the window during which units waited for capacity (in ns),
-	// up to waitAt; waitingNow says whether they wait since waitAt.
-	waitArea           float64
-	waitAt             time.Time
-	waitingNow         bool
-	prevConc, prevRate float64
-	// moved is the last window's move, as new capacity over old (1: none to judge).
-	moved float64
-	from  time.Duration // the capacity before that move
-	step  float64
-	up    bool // the next probe's direction
-	// over: the last move that said anything said the capacity was past the knee; a move
-	// that changes nothing then goes on down, or is undone if it went up.
-	over bool
-	// overFor counts the windows in a row that said nothing new while over.
-	overFor int
-	// warm: a move has been undone once; until then (a cold start) windows may end early.
+	// up to waitAt, outside solo checks; waitingNow says whether they wait since waitAt.
+	waitArea   float64
+	waitAt     time.Time
+	waitingNow bool
+	// checking: a solo check runs, since checkAt, and timed checked units alone so far.
+	checking bool
+	checkAt  time.Time
+	checked  int
+	// windows counts the windows since the last solo check.
+	windows  int
+	prevRate float64
+	prevStr  float64
+	moved    bool // the last window moved the capacity
+	// warm: the stretch has reached the target once; until then (a cold start) windows
+	// end early and the capacity doubles.
 	warm    bool
 	stalled int // windows held in a row for a stall
 	state   AutoState
@@ -172,16 +181,18 @@ type tuner struct {
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
 	cfg = cfg.withDefaults()
-	*u = tuner{start: now, areaAt: now, waitAt: now, cur: map[uint64]price{}, prev: map[uint64]price{}, moved: 1, step: cfg.Step, up: true}
-	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Step: cfg.Step}
+	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]float64{}, windows: soloEvery}
+	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Target: cfg.Stretch}
 }
 
-// running integrates the running units and their load up to now; running and load are
-// what they were until now.
-func (u *tuner) running(now time.Time, running int, load time.Duration) {
+// running integrates the running units up to now; running is what it was until now.
+func (u *tuner) running(now time.Time, running int) {
 	if d := now.Sub(u.areaAt); d > 0 {
-		u.area += float64(running) * float64(d)
-		u.loadArea += float64(load) * float64(d)
+		if u.checking {
+			u.soloTime += d
+		} else {
+			u.area += float64(running) * float64(d)
+		}
 		u.areaAt = now
 	}
 }
@@ -190,7 +201,7 @@ func (u *tuner) running(now time.Time, running int, load time.Duration) {
 // wait from now on; c.mu is held.
 func (u *tuner) waits(now time.Time, c *Controller) {
 	if d := now.Sub(u.waitAt); d > 0 {
-		if u.waitingNow {
+		if u.waitingNow && !u.checking {
 			u.waitArea += float64(d)
 		}
 		u.waitAt = now
@@ -206,38 +217,67 @@ func (c *Controller) noteWaits(now time.Time) {
 	}
 }
 
-// complete records a unit's busy time.
-func (u *tuner) complete(typ uint64, busy time.Duration) {
-	p, ok := u.cur[typ]
-	if !ok && len(u.cur) >= maxTuneTypes {
-		typ = 0 // beyond the bound the rest share one entry
-		p = u.cur[typ]
+// soloOnly says whether a solo check holds back every unit while another runs.
+func (c *Controller) soloOnly() bool { return c.tune.checking && c.running > 0 }
+
+// complete records a unit's busy time; alone says it ran with no other unit at the
+// database throughout. It returns whether a solo check has timed enough units alone.
+func (u *tuner) complete(typ uint64, busy time.Duration, alone bool) bool {
+	u.completed++
+	l := math.Log(max(busy, time.Microsecond).Seconds())
+	s, ok := u.solo[typ]
+	if alone {
+		u.state.SoloUnits++
+		switch {
+		case ok:
+			u.solo[typ] = s + soloWeight*(l-s)
+		case len(u.solo) < maxTuneTypes:
+			u.solo[typ] = l
+		}
+		if u.checking {
+			u.checked++
+			return u.checked >= soloUnits // a unit timed in a check is no sign of the load
+		}
 	}
-	p.n++
-	p.log += math.Log(max(busy, time.Microsecond).Seconds())
-	u.cur[typ] = p
+	if ok {
+		u.sum += l - s
+		u.n++
+	}
+	return false
 }
 
-// slowdown is how much slower the units of this window ran than those of their type in the
-// last: the ratio of the type's geometric mean busy times in the two windows, averaged (in
-// logs) over this window's units of the types in both; n counts those units. Geometric
-// means, because a few units caught by a stall (a throttled processor quota, a flush) are
-// no sign of the capacity, and would make an arithmetic mean swing by several times.
-func (u *tuner) slowdown() (slowdown float64, n int) {
-	var sum float64
-	for _, typ := range slices.Sorted(maps.Keys(u.cur)) { // in order: the same sum every run
-		c := u.cur[typ]
-		p, ok := u.prev[typ]
-		if !ok || p.n < 2 {
-			continue
-		}
-		sum += float64(c.n) * (c.log/float64(c.n) - p.log/float64(p.n))
-		n += c.n
+// endCheck ends a solo check; c.mu is held.
+func (c *Controller) endCheck(now time.Time) {
+	u := &c.tune
+	u.running(now, c.running) // the check's time so far counts as solo time
+	u.waits(now, c)
+	u.checking, u.windows = false, 0
+}
+
+// check starts a solo check when one is due and units wait, and ends one that ran its
+// time; it returns whether one ended. c.mu is held.
+func (c *Controller) check(now time.Time) bool {
+	u := &c.tune
+	switch {
+	case u.checking && now.Sub(u.checkAt) >= soloLimit:
+		c.endCheck(now)
+		return true
+	case !u.checking && u.windows >= soloEvery && c.waiting() > 0:
+		u.running(now, c.running)
+		u.waits(now, c)
+		u.checking, u.checkAt, u.checked = true, now, 0
+		u.state.Solo++
 	}
-	if n == 0 {
+	return false
+}
+
+// stretch is the window's: the geometric mean of its units' busy times over their types'
+// solo times.
+func (u *tuner) stretch() (float64, int) {
+	if u.n == 0 {
 		return 0, 0
 	}
-	return math.Exp(sum / float64(n)), n
+	return math.Exp(u.sum / float64(u.n)), u.n
 }
 
 // adapt ends the window if it is over, and moves the capacity; c.mu is held.
@@ -245,218 +285,97 @@ func (c *Controller) adapt(now time.Time) {
 	a := c.cfg.Auto.withDefaults()
 	u := &c.tune
 	dt := now.Sub(u.start)
-	if !a.Enabled || dt < min(a.Interval/4, earlyWindow) {
+	if !a.Enabled || dt < min(a.Interval/4, earlyWindow) || u.checking {
 		return
 	}
-	u.running(now, c.running, c.load)
+	u.running(now, c.running)
 	u.waits(now, c)
-	conc := u.area / float64(dt)
-	// bound: units waited for capacity through most of the window. A window in which the
-	// queue emptied early (a burst that ended) or filled late (one that began) measured the
-	// clients as much as the capacity, and judges no move.
-	bound := u.waitArea >= bindingUse*float64(dt)
-	used := u.loadArea / float64(dt) / float64(c.cfg.Capacity) // the capacity's mean use
-	completed := 0
-	for _, p := range u.cur {
-		completed += p.n
-	}
-	queued := u.queued || c.waiting() > 0
-	// Past the knee a capacity of about one unit is probed up again only every
-	// starvedRetry windows: a queue of units each as large as the capacity (the heavy
-	// ones, which the quick ones pass under sjf) would otherwise run one at a time for
-	// good after one unlucky window, with processors idle.
-	alone := queued && conc < 1.5
-	starved := alone && (!u.over || u.overFor >= starvedRetry)
-	// In the slow start a window in which a few units at a time filled the capacity while
-	// others waited ends early even with too few completions to judge: the capacity
-	// doubles until there are enough, as TCP's congestion window grows until a loss. (Not
-	// in the first window, which has nothing before it.)
-	filling := !u.warm && queued && used >= bindingUse && !u.over && conc < 4 && u.prevRate > 0
-	if dt < a.Interval && !alone && !filling && (u.warm || completed < minTuneSamples) {
-		// Until a move is first undone (a cold start), a window ends early (earlyWindow)
-		// once it has enough to judge; and at any time when the capacity lets about one unit
-		// run at a time while others wait: a burst on a cold proxy, or of units
-		// larger than the capacity, reaches the database's pace within seconds, not minutes.
+	measured := dt - u.soloTime // the window's time outside solo checks
+	if measured <= 0 {
 		return
 	}
-	rate := float64(completed) / dt.Seconds()
-	slowdown, n := u.slowdown()
+	conc := u.area / float64(measured)
+	bound := u.waitArea >= bindingUse*float64(measured)
+	queued := u.queued || c.waiting() > 0
+	stretch, n := u.stretch()
+	// alone: about one unit ran at a time while others waited: units as large as the
+	// capacity ran one by one.
+	alone := queued && conc < 1.5
+	if dt < a.Interval && !alone && (u.warm || n < minTuneSamples) {
+		// A cold start's windows, and any in which units ran one at a time while others
+		// waited, end early: a burst on a cold proxy, or of units larger than the capacity,
+		// reaches the database's pace within seconds, not minutes.
+		return
+	}
+	rate := float64(u.completed) / dt.Seconds()
 	gain := 0.0
 	if u.prevRate > 0 {
 		gain = rate / u.prevRate
 	}
-	elasticity := math.NaN() // of the slowdown to the concurrency
-	if lc := math.Log(conc / u.prevConc); u.prevConc > 0 && conc > 0 && math.Abs(lc) > 0.02 && slowdown > 0 {
-		elasticity = math.Log(slowdown) / lc
-	}
-	u.state.Gain, u.state.Slowdown, u.state.Elasticity = gain, slowdown, elasticity
-	if math.IsNaN(elasticity) {
-		u.state.Elasticity = 0
-	}
+	u.state.Stretch, u.state.Gain, u.state.Target = stretch, gain, a.Stretch
 	capacity := c.cfg.Capacity
 	next, d := capacity, DecisionHold
-	told := false // this window said the capacity is past the knee
-	moved := u.moved
-	keepStep := false
-	quiet := false // an undo that learnt nothing: the step and the slow start stay
-	ratio := 0.0   // the move's size, when not the capacity's ratio
-	switch {
-	case !queued && moved == 1:
-		d = DecisionIdle
-	case starved && !(moved > 1 && elasticity >= kneeElasticity):
-		// About one unit runs at a time and others wait: a unit as large as the capacity
-		// runs alone. Whatever the knee, it is further up: double, or more, to let two of
-		// the cheapest waiting units run at once.
-		d, next = DecisionUp, grow(capacity, maxTuneStep*2)
-		if h := c.order.min(); h != nil {
-			next = max(next, 2*h.req.Cost)
-		}
-		// The knee found before (in another load, or an unlucky window) did not hold here:
-		// the slow start resumes, with its short windows, until a move is undone again. A
-		// burst of units each larger than the capacity then reaches the database's pace
-		// within a second or two, not many windows, before their queue timeout.
-		u.warm = false
-		// The move is judged by the running units it lets in, about twice as many, not by
-		// the capacity's ratio: a unit larger than the capacity ran alone before it.
-		ratio = 2
-	case n < minTuneSamples && filling && !(moved > 1 && elasticity >= kneeElasticity):
-		d, next = DecisionUp, grow(capacity, maxTuneStep*2)
-	case n < minTuneSamples && moved < 1 && alone:
-		// A move down left one unit running at a time while others wait: too few complete
-		// to judge, and that is the judgment. Undo it.
-		d, next = DecisionRevert, u.from
-	case n < minTuneSamples:
-		d = DecisionSparse
-	case moved == 1 && (gain < 0.5 || slowdown > 2) && u.stalled < stallWindows:
-		d = DecisionStall
-		u.stalled++
-	case moved > 1: // went up
-		s := moved - 1
-		rose := conc > u.prevConc*(1+s/2)
-		gained := gain >= 1+s/4
-		switch {
-		case !bound && !(rose && gained):
-			// The queue was empty for a quarter of the window or more (a burst ended, or
-			// began late): the clients, not the capacity, bound the units, so the move says
-			// nothing of the knee. Undo it, as when the clients bound them throughout.
-			d, next, keepStep = DecisionRevert, u.from, true
-		case rose && elasticity >= kneeElasticity && !gained:
-			// The units slowed as much as they were more: past the knee; undo.
-			d, next, u.over, told = DecisionRevert, u.from, true, true
-		case !rose && !gained && slowdown >= 1+s/2:
-			// The units slowed by half the step or more, no more of them ran and no more
-			// work was done: charged busy times grow past the knee, so that a larger
-			// capacity fills with the same units, slower. Undo.
-			d, next, u.over, told = DecisionRevert, u.from, true, true
-		case rose && gained:
-			// More ran, and did more: below the knee; go on.
-			d, next, u.over = DecisionUp, grow(capacity, u.upStep()), false
-		case rose:
-			// More units ran, no slower at the database, yet no more work was done: they
-			// spent the time elsewhere (the clients, the network, the proxy's processor
-			// shared with the database). Past the knee of the whole; undo.
-			d, next, u.over, told = DecisionRevert, u.from, true, true
-		case used >= bindingUse && !u.over:
-			// As many ran as before, yet the capacity was full: the step was too small to
-			// let another unit in. Go on, with a larger one.
-			d, next = DecisionUp, grow(capacity, u.upStep())
-		default:
-			// As many ran as before, with room left: the clients, not the capacity, bound
-			// them (or the last telling move said past the knee). Undo, so that the capacity
-			// stays where it binds.
-			d, next, keepStep = DecisionRevert, u.from, true
-		}
-	case moved < 1: // went down
-		s := 1 - moved
-		fell := conc < u.prevConc*(1-s/2)
-		switch {
-		case !bound:
-			// The queue was empty for a quarter of the window or more: the move says nothing.
-			d, next, quiet = DecisionRevert, u.from, true
-		case gain <= 1-s/4, fell && !(elasticity >= kneeElasticity):
-			// Did less, or ran no faster for being fewer: below the knee; undo.
-			d, next, u.over = DecisionRevert, u.from, false
-		case fell:
-			// The units ran as much faster as they were fewer, doing as much: go on.
-			d, next, u.over, told = DecisionDown, shrink(capacity, u.step*1.5), true, true
-		case u.over:
-			d, next = DecisionDown, shrink(capacity, u.step*1.5)
-		default: // as many ran as before, and the last that said anything said below the knee
-			d, next = DecisionRevert, u.from
-		}
-	case !queued:
-		d = DecisionIdle
-	default: // settled, or back from an undo: probe
-		if u.up {
-			d, next = DecisionUp, grow(capacity, u.step)
-		} else {
-			d, next = DecisionDown, shrink(capacity, u.step)
-		}
+	step := a.Step
+	if !u.warm {
+		step = 1 // the slow start doubles
 	}
 	switch {
-	case quiet:
-	case keepStep:
-		// The clients bound the units, not the database: the slow start goes on.
-		u.step, u.up = math.Min(u.step*1.5, maxTuneStep), false
-	case d == DecisionUp || d == DecisionDown:
-		if moved != 1 { // a move that went on grows its step
-			u.step = math.Min(u.step*1.5, maxTuneStep)
+	case !queued:
+		d = DecisionIdle
+	case alone && (n < minTuneSamples || stretch < a.Stretch):
+		// One unit at a time ran, as fast as alone or too few to tell: whatever the
+		// knee, it is further up.
+		d, next = DecisionUp, grow(capacity, step)
+	case n < minTuneSamples:
+		d = DecisionSparse
+	case !u.moved && gain > 0 && gain < 0.5 && u.prevStr > 0 && stretch > 2*u.prevStr && u.stalled < stallWindows:
+		d = DecisionStall
+		u.stalled++
+	default:
+		r := a.Stretch / stretch
+		m := r // the move
+		if u.warm {
+			m = math.Sqrt(r) // settled: half the way, so that one window's noise moves it little
 		}
-		u.up = d == DecisionUp
-	case d == DecisionRevert:
-		u.step, u.warm = math.Max(u.step/2, minTuneStep), true
-		u.up = next > capacity // the next probe goes where the undo went
+		switch {
+		case r > deadBand && bound:
+			d, next = DecisionUp, grow(capacity, math.Min(m-1, step))
+		case r < 1/deadBand:
+			d, next = DecisionDown, shrink(capacity, math.Min(1/m-1, step))
+			u.warm = true
+		case r <= deadBand:
+			u.warm = true // reached the target
+		}
 	}
 	if d != DecisionStall {
 		u.stalled = 0
 	}
-	if u.over && !told {
-		u.overFor++
-	} else {
-		u.overFor = 0 // not past the knee, or just found to be
-	}
 	next = min(max(next, a.Min), a.Max)
 	if next == capacity && (d == DecisionUp || d == DecisionDown) {
-		d, u.up = DecisionHold, !u.up // at a bound: probe the other way
+		d = DecisionHold // at a bound
 	}
-	u.moved = 1
-	if next != capacity {
-		if d != DecisionRevert {
-			u.moved = float64(next) / float64(capacity)
-			if ratio > 0 {
-				u.moved = ratio
-			}
-		}
-		u.from = capacity
+	u.moved = next != capacity
+	if u.moved {
 		u.state.Moved++
 		c.setCapacity(next)
 	}
-	u.state.Last, u.state.Step = d, u.step
+	u.state.Last = d
 	u.state.Decided[d]++
 	if d != DecisionStall {
 		// A stall is not what the next window is compared with: the window before it is.
-		u.prev, u.cur = u.cur, u.prev
-		u.prevConc, u.prevRate = conc, rate
+		u.prevRate, u.prevStr = rate, stretch
 	}
-	clear(u.cur)
-	u.start, u.queued, u.area, u.loadArea, u.waitArea = now, false, 0, 0, 0
+	u.windows++
+	u.start, u.queued, u.area, u.waitArea, u.soloTime = now, false, 0, 0, 0
+	u.sum, u.n, u.completed = 0, 0, 0
 }
 
-// upStep is the step of a move up that goes on after one that helped. Until a move has
-// been undone (a cold start) the capacity doubles, as TCP's slow start does: a burst on a
-// cold proxy waits a few quarter windows for the capacity, not the many windows that
-// steps of a quarter or a half would take, and the first move past the knee is undone.
-func (u *tuner) upStep() float64 {
-	if !u.warm {
-		return maxTuneStep * 2
-	}
-	return u.step * 1.5
-}
-
+// grow is c larger by step (at least a millisecond).
 func grow(c time.Duration, step float64) time.Duration {
 	return c + max(time.Duration(float64(c)*step), time.Millisecond)
 }
 
+// shrink is c smaller by step: c/(1+step).
 func shrink(c time.Duration, step float64) time.Duration {
 	return c - time.Duration(float64(c)*step/(1+step))
 }
@@ -481,8 +400,10 @@ func (a AutoConfig) validate(capacity time.Duration) error {
 		return fmt.Errorf("the starting capacity %s must be between capacity_min %s and capacity_max %s", capacity, a.Min, a.Max)
 	case a.Interval <= 0:
 		return fmt.Errorf("the adaptive capacity's interval must be positive (got %s)", a.Interval)
-	case a.Step <= 0 || a.Step > maxTuneStep:
+	case a.Step <= 0 || a.Step > 1:
 		return fmt.Errorf("the adaptive capacity's step must be in (0, 1] (got %g)", a.Step)
+	case a.Stretch != 0 && a.Stretch <= 1:
+		return fmt.Errorf("the adaptive capacity's target stretch must be more than 1 (got %g)", a.Stretch)
 	}
 	return nil
 }

@@ -274,10 +274,12 @@ type Admission struct {
 	CapacityMax   time.Duration `mapstructure:"capacity_max"`
 	CapacityStart time.Duration `mapstructure:"capacity_start"`
 	// CapacityInterval is the adaptive capacity's measurement window: it moves at most once
-	// per window. Default 2s. CapacityStep is its first move, a fraction of the capacity.
-	// Default 0.25.
+	// per window. Default 2s. CapacityStep is its largest move in a window, a fraction of
+	// the capacity. Default 0.5. CapacityStretch is the target: how many times longer than
+	// alone the units run at the database. Default 2.
 	CapacityInterval time.Duration `mapstructure:"capacity_interval"`
 	CapacityStep     float64       `mapstructure:"capacity_step"`
+	CapacityStretch  float64       `mapstructure:"capacity_stretch"`
 	// MaxConcurrency bounds units running at once; 0 (default) means no bound.
 	MaxConcurrency int `mapstructure:"max_concurrency"`
 	// Discipline orders the queue: fifo or sjf (default).
@@ -481,7 +483,8 @@ func Default() Config {
 			CapacityMin:      10 * time.Millisecond,
 			CapacityMax:      time.Minute,
 			CapacityInterval: 2 * time.Second,
-			CapacityStep:     0.25,
+			CapacityStep:     0.5,
+			CapacityStretch:  2.5,
 			Discipline:       DisciplineSJF,
 			QueueTimeout:     5 * time.Second,
 			LastCall:         LastCallAuto,

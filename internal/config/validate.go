@@ -152,7 +152,10 @@ func (c *Config) Validate() error {
 		bad("admission.capacity_interval", "must be positive, such as 1s")
 	}
 	if !(a.CapacityStep > 0 && a.CapacityStep <= 1) {
-		bad("admission.capacity_step", "must be more than 0 and at most 1, such as 0.25")
+		bad("admission.capacity_step", "must be more than 0 and at most 1, such as 0.5")
+	}
+	if !(a.CapacityStretch > 1 && a.CapacityStretch <= 100) {
+		bad("admission.capacity_stretch", "must be more than 1 and at most 100, such as 2")
 	}
 	if a.MaxConcurrency < 0 {
 		bad("admission.max_concurrency", "must be 0 (no ceiling) or positive")

@@ -32,7 +32,7 @@ func AdmissionConfig(a config.Admission) admission.Config {
 	if a.Capacity.Auto() {
 		capacity = max(a.CapacityStart, a.CapacityMin)
 		auto = admission.AutoConfig{Enabled: true, Min: a.CapacityMin, Max: a.CapacityMax,
-			Interval: a.CapacityInterval, Step: a.CapacityStep}
+			Interval: a.CapacityInterval, Step: a.CapacityStep, Stretch: a.CapacityStretch}
 	}
 	return admission.Config{
 		Capacity:            capacity,
@@ -188,7 +188,7 @@ func (s *Server) tickAdmission(stop <-chan struct{}) {
 				c.Tick(now)
 				if snap := c.Snapshot(); snap.Auto.Enabled && (snap.Capacity >= 2*logged[i] || 2*snap.Capacity <= logged[i]) {
 					s.log.Info("admission capacity moved", "backend", names[i], "from", logged[i], "to", snap.Capacity,
-						"decision", snap.Auto.Last.String(), "slowdown", snap.Auto.Slowdown)
+						"decision", snap.Auto.Last.String(), "stretch", snap.Auto.Stretch)
 					logged[i] = snap.Capacity
 				}
 			}

@@ -77,9 +77,11 @@ var (
 	descLaneRate  = prometheus.NewDesc("gatekeeper_admission_lengthy_lane_rate", "Lengthy units the lane may start a second while paced (admission.reserve.lane_rate, quick_wait_target); 0 while not paced.", nil, nil)
 	descQuickWait = prometheus.NewDesc("gatekeeper_admission_quick_wait_seconds", "Quick units' mean queue wait over the last second, while admission.reserve.quick_wait_target is set.", nil, nil)
 	descParked    = prometheus.NewDesc("gatekeeper_admission_lengthy_parked", "Lengthy units waiting for room in the lengthy lane (counted in the queue length too).", nil, nil)
-	descDecisions = prometheus.NewDesc("gatekeeper_admission_capacity_decisions_total", "Windows of the adaptive capacity (admission.capacity: auto), by decision: up, down, revert (a move that hurt, undone), hold, idle (nothing waited), sparse (too few completions), stall (throughput halved with nothing moved).", []string{"decision"}, nil)
+	descDecisions = prometheus.NewDesc("gatekeeper_admission_capacity_decisions_total", "Windows of the adaptive capacity (admission.capacity: auto), by decision: up and down (the units ran faster or slower than the target stretch), hold (near it, or the clients bound the units), idle (nothing waited), sparse (too few completions), stall (throughput halved and units ran twice as long with nothing moved).", []string{"decision"}, nil)
 	descLastDec   = prometheus.NewDesc("gatekeeper_admission_capacity_last_decision", "1 for the adaptive capacity's last decision, 0 for the others.", []string{"decision"}, nil)
-	descSlowdown  = prometheus.NewDesc("gatekeeper_admission_capacity_slowdown_ratio", "How much longer each request type ran in the adaptive capacity's last window than in the one before, averaged over the units (1: as fast).", nil, nil)
+	descStretch   = prometheus.NewDesc("gatekeeper_admission_capacity_stretch_ratio", "How many times longer than alone the units of the adaptive capacity's last window ran, averaged over them (1: as fast as alone).", nil, nil)
+	descTarget    = prometheus.NewDesc("gatekeeper_admission_capacity_target_stretch_ratio", "The stretch the adaptive capacity moves towards (admission.capacity_stretch).", nil, nil)
+	descSolo      = prometheus.NewDesc("gatekeeper_admission_capacity_solo_checks_total", "Solo checks of the adaptive capacity: short spells that run one unit at a time, to time each type alone.", nil, nil)
 	descPolRate   = prometheus.NewDesc("gatekeeper_admission_policer_rate", "A rate policer's current rate, units per second.", []string{"policer"}, nil)
 	descPolUnits  = prometheus.NewDesc("gatekeeper_admission_policer_units_total", "Units a rate policer matched, by outcome (allowed, refused), since it was configured.", []string{"policer", "outcome"}, nil)
 )
@@ -87,7 +89,7 @@ var (
 func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descBlocked, descRunning, descLoad, descCapacity,
 		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane, descParked, descLaneRate, descQuickWait,
-		descPolRate, descPolUnits, descDecisions, descLastDec, descSlowdown} {
+		descPolRate, descPolUnits, descDecisions, descLastDec, descStretch, descTarget, descSolo} {
 		ch <- d
 	}
 }
@@ -126,7 +128,9 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(descLastDec, last, d.String())
 		}
-		gauge(descSlowdown, s.Auto.Slowdown)
+		gauge(descStretch, s.Auto.Stretch)
+		gauge(descTarget, s.Auto.Target)
+		ch <- prometheus.MustNewConstMetric(descSolo, prometheus.CounterValue, float64(s.Auto.Solo))
 	}
 	for _, p := range c.policers().States() {
 		ch <- prometheus.MustNewConstMetric(descPolRate, prometheus.GaugeValue, p.Rate, p.Name)

@@ -186,8 +186,8 @@ func (v View) Render(w io.Writer, f *Frame) {
 		line("admission: %s - %d waiting, %d running - load %.1f of %.1f ms (%.0f%%) - admitted %d, rejected %d, timed out %d",
 			disc, q.Queued, q.InFlight, q.LoadMS, q.CapacityMS, load, q.Admitted, q.Rejected, q.TimedOut)
 		if a := q.Adaptive; a != nil {
-			line("capacity: auto %.1f ms (%.0f to %.0f ms) - last %s, next step %.0f%% - slowdown x%.2f, completions x%.2f - moved %d times",
-				q.CapacityMS, a.MinMS, a.MaxMS, a.Last, 100*a.Step, a.Slowdown, a.Gain, a.Moved)
+			line("capacity: auto %.1f ms (%.0f to %.0f ms) - last %s - stretch x%.2f, target x%.2f - completions x%.2f - moved %d times",
+				q.CapacityMS, a.MinMS, a.MaxMS, a.Last, a.Stretch, a.Target, a.Gain, a.Moved)
 		}
 		if g := q.Sessions; g != nil {
 			state := "new sessions admitted"

@@ -63,9 +63,9 @@ func TestRenderQueue(t *testing.T) {
 	f.Queue = &admin.QueueResponse{Enabled: true, Discipline: "sjf", Queued: 3, InFlight: 7, LoadMS: 450, CapacityMS: 500, Admitted: 10, Rejected: 1, TimedOut: 2}
 	lines := render(t, View{Sort: "share"}, f)
 	assert.Equal(t, "admission: sjf - 3 waiting, 7 running - load 450.0 of 500.0 ms (90%) - admitted 10, rejected 1, timed out 2", lines[1])
-	f.Queue.Adaptive = &admin.AdaptiveCapacity{MinMS: 10, MaxMS: 60000, Last: "up", Step: 0.375, Slowdown: 1.02, Gain: 1.1, Moved: 7}
+	f.Queue.Adaptive = &admin.AdaptiveCapacity{MinMS: 10, MaxMS: 60000, Last: "up", Stretch: 1.52, Target: 2, Gain: 1.1, Moved: 7}
 	lines = render(t, View{Sort: "share"}, f)
-	assert.Equal(t, "capacity: auto 500.0 ms (10 to 60000 ms) - last up, next step 38% - slowdown x1.02, completions x1.10 - moved 7 times", lines[2])
+	assert.Equal(t, "capacity: auto 500.0 ms (10 to 60000 ms) - last up - stretch x1.52, target x2.00 - completions x1.10 - moved 7 times", lines[2])
 	f.Queue.Adaptive = nil
 
 	f.Queue.Aging = 5
