@@ -172,8 +172,9 @@ type tuner struct {
 	prevRate float64
 	prevStr  float64
 	moved    bool // the last window moved the capacity
-	// warm: the stretch has reached the target once; until then (a cold start) windows
-	// end early and the capacity doubles.
+	// warm: the stretch has reached the target once while units waited for capacity
+	// through the window; until then (a cold start) windows end early and the capacity
+	// doubles.
 	warm    bool
 	stalled int // windows held in a row for a stall
 	state   AutoState
@@ -324,8 +325,8 @@ func (c *Controller) adapt(now time.Time) {
 		d = DecisionIdle
 	case alone && (n < minTuneSamples || stretch < a.Stretch):
 		// One unit at a time ran, as fast as alone or too few to tell: whatever the
-		// knee, it is further up.
-		d, next = DecisionUp, grow(capacity, step)
+		// knee, it is further up. Double.
+		d, next = DecisionUp, grow(capacity, 1)
 	case n < minTuneSamples:
 		d = DecisionSparse
 	case !u.moved && gain > 0 && gain < 0.5 && u.prevStr > 0 && stretch > 2*u.prevStr && u.stalled < stallWindows:
@@ -342,9 +343,9 @@ func (c *Controller) adapt(now time.Time) {
 			d, next = DecisionUp, grow(capacity, math.Min(m-1, step))
 		case r < 1/deadBand:
 			d, next = DecisionDown, shrink(capacity, math.Min(1/m-1, step))
-			u.warm = true
+			u.warm = u.warm || bound
 		case r <= deadBand:
-			u.warm = true // reached the target
+			u.warm = u.warm || bound // reached the target
 		}
 	}
 	if d != DecisionStall {
