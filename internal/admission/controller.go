@@ -854,7 +854,7 @@ func (c *Controller) Release(t *Ticket, busy time.Duration) {
 		c.lane--
 	}
 	if c.cfg.Auto.Enabled && busy > 0 {
-		if c.tune.complete(t.req.Type, busy, t.alone && c.admits == t.admitNo) {
+		if c.tune.complete(t.req.Type, t.req.Cost, busy, t.alone && c.admits == t.admitNo) {
 			c.endCheck(now)
 		}
 	}

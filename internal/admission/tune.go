@@ -153,11 +153,18 @@ type tuner struct {
 	sum       float64
 	n         int
 	completed int
+	// costs is the sum of the estimated costs of the window's completed units; untimed
+	// counts those of types with no solo time that did not run alone.
+	costs   time.Duration
+	untimed int
 	// area is the running units integrated over the window (unit-seconds, in ns), from
 	// areaAt on, outside solo checks; soloTime is the window's time in solo checks.
 	area     float64
 	areaAt   time.Time
 	soloTime time.Duration
+	// spellAt is when units began to run one at a time while others waited, outside solo
+	// checks, without a break up to areaAt; zero when they do not.
+	spellAt time.Time
 	// waitArea is the time in the window during which units waited for capacity (in ns),
 	// up to waitAt, outside solo checks; waitingNow says whether they wait since waitAt.
 	waitArea   float64
@@ -171,7 +178,10 @@ type tuner struct {
 	windows  int
 	prevRate float64
 	prevStr  float64
-	moved    bool // the last window moved the capacity
+	// blind: the last window had more units of types with no solo time than of timed
+	// ones (as has the one before the first).
+	blind bool
+	moved bool // the last window moved the capacity
 	// warm: the stretch has reached the target once while units waited for capacity
 	// through the window; until then (a cold start) windows end early and the capacity
 	// doubles.
@@ -182,7 +192,7 @@ type tuner struct {
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
 	cfg = cfg.withDefaults()
-	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]float64{}, windows: soloEvery}
+	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]float64{}, windows: soloEvery, blind: true}
 	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Target: cfg.Stretch}
 }
 
@@ -193,6 +203,12 @@ func (u *tuner) running(now time.Time, running int) {
 			u.soloTime += d
 		} else {
 			u.area += float64(running) * float64(d)
+		}
+		switch {
+		case running > 1 || !u.waitingNow || u.checking:
+			u.spellAt = time.Time{}
+		case u.spellAt.IsZero():
+			u.spellAt = u.areaAt
 		}
 		u.areaAt = now
 	}
@@ -223,8 +239,9 @@ func (c *Controller) soloOnly() bool { return c.tune.checking && c.running > 0 }
 
 // complete records a unit's busy time; alone says it ran with no other unit at the
 // database throughout. It returns whether a solo check has timed enough units alone.
-func (u *tuner) complete(typ uint64, busy time.Duration, alone bool) bool {
+func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool {
 	u.completed++
+	u.costs += cost
 	l := math.Log(max(busy, time.Microsecond).Seconds())
 	s, ok := u.solo[typ]
 	if alone {
@@ -243,6 +260,8 @@ func (u *tuner) complete(typ uint64, busy time.Duration, alone bool) bool {
 	if ok {
 		u.sum += l - s
 		u.n++
+	} else if !alone {
+		u.untimed++
 	}
 	return false
 }
@@ -256,14 +275,17 @@ func (c *Controller) endCheck(now time.Time) {
 }
 
 // check starts a solo check when one is due and units wait, and ends one that ran its
-// time; it returns whether one ended. c.mu is held.
+// time; it returns whether one ended. c.mu is held. A slow start checks only when most of
+// its units have no solo time to go by (as in its first window): its windows are short,
+// and a check every few of them would hold a burst to one unit at a time for much of the
+// seconds in which the capacity must reach the database's pace.
 func (c *Controller) check(now time.Time) bool {
 	u := &c.tune
 	switch {
 	case u.checking && now.Sub(u.checkAt) >= soloLimit:
 		c.endCheck(now)
 		return true
-	case !u.checking && u.windows >= soloEvery && c.waiting() > 0:
+	case !u.checking && u.windows >= soloEvery && c.waiting() > 0 && (u.warm || u.blind):
 		u.running(now, c.running)
 		u.waits(now, c)
 		u.checking, u.checkAt, u.checked = true, now, 0
@@ -299,9 +321,10 @@ func (c *Controller) adapt(now time.Time) {
 	bound := u.waitArea >= bindingUse*float64(measured)
 	queued := u.queued || c.waiting() > 0
 	stretch, n := u.stretch()
-	// alone: about one unit ran at a time while others waited: units as large as the
-	// capacity ran one by one.
-	alone := queued && conc < 1.5
+	// alone: about one unit ran at a time while others waited, through the window or
+	// through the end of it: units as large as the capacity ran one by one.
+	early := min(a.Interval/4, earlyWindow)
+	alone := queued && (conc < 1.5 || !u.spellAt.IsZero() && now.Sub(u.spellAt) >= early)
 	if dt < a.Interval && !alone && (u.warm || n < minTuneSamples) {
 		// A cold start's windows, and any in which units ran one at a time while others
 		// waited, end early: a burst on a cold proxy, or of units larger than the capacity,
@@ -325,8 +348,13 @@ func (c *Controller) adapt(now time.Time) {
 		d = DecisionIdle
 	case alone && (n < minTuneSamples || stretch < a.Stretch):
 		// One unit at a time ran, as fast as alone or too few to tell: whatever the
-		// knee, it is further up. Double.
+		// knee, it is further up. Double, and make room for two of the units that ran at
+		// least: a burst of units far larger than a cold start's capacity gets there in
+		// one window, not in one per doubling.
 		d, next = DecisionUp, grow(capacity, 1)
+		if u.completed > 0 {
+			next = max(next, 2*u.costs/time.Duration(u.completed))
+		}
 	case n < minTuneSamples:
 		d = DecisionSparse
 	case !u.moved && gain > 0 && gain < 0.5 && u.prevStr > 0 && stretch > 2*u.prevStr && u.stalled < stallWindows:
@@ -368,7 +396,14 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	u.windows++
 	u.start, u.queued, u.area, u.waitArea, u.soloTime = now, false, 0, 0, 0
-	u.sum, u.n, u.completed = 0, 0, 0
+	u.blind = u.untimed > n
+	if d == DecisionUp && bound && stretch < math.Sqrt(a.Stretch) {
+		// Units ran nearly as fast as alone while the capacity held others back: the knee
+		// is far up (the load moved to larger units, or the database got faster). The slow
+		// start resumes, with its short windows and doublings.
+		u.warm = false
+	}
+	u.sum, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0
 }
 
 // grow is c larger by step (at least a millisecond).

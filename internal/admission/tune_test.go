@@ -111,6 +111,24 @@ func (db *psDatabase) run(d time.Duration) float64 {
 	return float64(done) / d.Seconds()
 }
 
+// sleepBurst has every client send one statement of a new type that takes 50 ms without
+// processor (SLEEP), steps until all are served, checks that none timed out, and returns
+// how long they took.
+func (db *psDatabase) sleepBurst() time.Duration {
+	db.demand, db.cost, db.typ = 50*time.Millisecond, 50*time.Millisecond, db.typ+1
+	for i := range db.tickets {
+		db.arrive(i)
+	}
+	done, took := 0, time.Duration(0)
+	for done < len(db.tickets) {
+		done += db.step(time.Millisecond)
+		took += time.Millisecond
+		require.Less(db.t, took, 10*time.Second, "the burst is served")
+	}
+	require.Zero(db.t, db.ctl.Snapshot().TimedOut)
+	return took
+}
+
 func autoConfig(start time.Duration) Config {
 	return Config{Capacity: start, Discipline: SJF, QueueTimeout: time.Hour, MaxQueue: 1 << 20,
 		Auto: AutoConfig{Enabled: true, Min: 5 * time.Millisecond, Max: 10 * time.Second}}
@@ -236,19 +254,31 @@ func TestAutoCapacityColdStartBursts(t *testing.T) {
 	db.oneShot = true
 	db.run(time.Second)
 	require.Zero(t, db.ctl.Snapshot().Running+db.ctl.Snapshot().Queued, "the first burst is served")
-	db.demand, db.cost, db.typ = 50*time.Millisecond, 50*time.Millisecond, 2
-	for i := range db.tickets {
-		db.arrive(i)
-	}
-	done, took := 0, time.Duration(0)
-	for done < len(db.tickets) {
-		done += db.step(time.Millisecond)
-		took += time.Millisecond
-		require.Less(t, took, 10*time.Second, "the second burst is served")
-	}
-	require.Zero(t, db.ctl.Snapshot().TimedOut)
+	took := db.sleepBurst()
 	require.Less(t, took, 3*time.Second, "the second burst is served in time")
 	t.Logf("the second burst took %s", took)
+}
+
+// TestAutoCapacityLargerUnitsAfterSettling: the capacity settles for 500 clients of 1 ms
+// units on 16 processors; then the same clients each send one statement of another type
+// that takes 50 ms without processor (SLEEP). The units run as fast as alone while most
+// wait, so the knee is far up: the slow start resumes, and none waits out a 5 s queue
+// timeout (with the settled windows of 2 s and moves of half the way, many did).
+func TestAutoCapacityLargerUnitsAfterSettling(t *testing.T) {
+	cfg := autoConfig(10 * time.Millisecond)
+	cfg.QueueTimeout = 5 * time.Second
+	db := newPSDatabaseOf(t, cfg, 500, 16, time.Millisecond)
+	db.run(20 * time.Second)
+	require.True(t, db.ctl.tune.warm, "settled")
+	require.Less(t, db.ctl.Snapshot().Capacity, 200*time.Millisecond)
+	db.oneShot = true
+	for s := db.ctl.Snapshot(); s.Running+s.Queued > 0; s = db.ctl.Snapshot() {
+		db.step(time.Millisecond)
+	}
+	db.cores = 1e6
+	took := db.sleepBurst()
+	require.Less(t, took, 3*time.Second, "the burst is served in time")
+	t.Logf("the burst took %s", took)
 }
 
 // TestAutoCapacityRetriesAStarvedCapacity: a capacity past the knee by the last telling
