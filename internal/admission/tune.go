@@ -321,10 +321,13 @@ func (c *Controller) adapt(now time.Time) {
 	bound := u.waitArea >= bindingUse*float64(measured)
 	queued := u.queued || c.waiting() > 0
 	stretch, n := u.stretch()
-	// alone: about one unit ran at a time while others waited, through the window or
-	// through the end of it: units as large as the capacity ran one by one.
+	// alone: about one unit ran at a time while others waited, through the window, or
+	// through the end of it while the window's units ran faster than the target: units
+	// as large as the capacity ran one by one. (A heavy unit larger than the capacity
+	// runs alone too, in a database already past its knee; the stretch tells them apart.)
 	early := min(a.Interval/4, earlyWindow)
-	alone := queued && (conc < 1.5 || !u.spellAt.IsZero() && now.Sub(u.spellAt) >= early)
+	spell := !u.spellAt.IsZero() && now.Sub(u.spellAt) >= early && n > 0 && stretch < a.Stretch
+	alone := queued && (conc < 1.5 || spell)
 	if dt < a.Interval && !alone && (u.warm || n < minTuneSamples) {
 		// A cold start's windows, and any in which units ran one at a time while others
 		// waited, end early: a burst on a cold proxy, or of units larger than the capacity,
