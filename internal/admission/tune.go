@@ -308,7 +308,8 @@ func (c *Controller) adapt(now time.Time) {
 	a := c.cfg.Auto.withDefaults()
 	u := &c.tune
 	dt := now.Sub(u.start)
-	if !a.Enabled || dt < min(a.Interval/4, earlyWindow) || u.checking {
+	early := min(a.Interval/4, earlyWindow) // the shortest window
+	if !a.Enabled || dt < early || u.checking {
 		return
 	}
 	u.running(now, c.running)
@@ -325,7 +326,6 @@ func (c *Controller) adapt(now time.Time) {
 	// through the end of it while the window's units ran faster than the target: units
 	// as large as the capacity ran one by one. (A heavy unit larger than the capacity
 	// runs alone too, in a database already past its knee; the stretch tells them apart.)
-	early := min(a.Interval/4, earlyWindow)
 	spell := !u.spellAt.IsZero() && now.Sub(u.spellAt) >= early && n > 0 && stretch < a.Stretch
 	alone := queued && (conc < 1.5 || spell)
 	if dt < a.Interval && !alone && (u.warm || n < minTuneSamples) {
