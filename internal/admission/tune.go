@@ -67,12 +67,19 @@ const (
 	// capacity moves: within it a window's noise would only make it wander.
 	deadBand = 1.15
 	// A solo check runs every soloEvery windows while units wait: it admits one unit at a
-	// time until soloUnits units have each run alone, or soloLimit has passed, so that each
-	// type's time alone follows the database (a lost processor makes every unit slower
-	// alone too). Units that run alone at other times count as well.
-	soloEvery = 4
-	soloUnits = 8
-	soloLimit = 500 * time.Millisecond
+	// time until soloUnits units have each run alone, or a quarter of the interval has
+	// passed, so that each type's time alone follows the database (a lost processor makes
+	// every unit slower alone too). Units that run alone at other times count as well.
+	// While checks find the solo times where they were (within soloAgree, averaged in
+	// logs), the windows between them double, up to soloEveryMax: a check holds the
+	// database to one unit at a time, and one that finds nothing new only costs. A check
+	// that finds them moved, or a window whose stretch is off the target by more than
+	// soloOff, brings them back to soloEvery.
+	soloEvery    = 4
+	soloEveryMax = 16
+	soloUnits    = 8
+	soloAgree    = 1.25
+	soloOff      = 2
 	// soloWeight is the weight of a new solo time in its type's moving average (in logs).
 	soloWeight = 0.25
 	// maxTuneTypes bounds the types kept.
@@ -174,10 +181,14 @@ type tuner struct {
 	checking bool
 	checkAt  time.Time
 	checked  int
-	// windows counts the windows since the last solo check.
-	windows  int
-	prevRate float64
-	prevStr  float64
+	// windows counts the windows since the last solo check, every is how many windows
+	// are due between checks; drift sums how far (in logs) the last check's units of
+	// types timed before ran from their solo times, over driftN units.
+	windows, every int
+	drift          float64
+	driftN         int
+	prevRate       float64
+	prevStr        float64
 	// blind: the last window had more units of types with no solo time than of timed
 	// ones (as has the one before the first).
 	blind bool
@@ -192,7 +203,7 @@ type tuner struct {
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
 	cfg = cfg.withDefaults()
-	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]float64{}, windows: soloEvery, blind: true}
+	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]float64{}, windows: soloEvery, every: soloEvery, blind: true}
 	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Target: cfg.Stretch}
 }
 
@@ -249,6 +260,10 @@ func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool 
 		switch {
 		case ok:
 			u.solo[typ] = s + soloWeight*(l-s)
+			if u.checking {
+				u.drift += math.Abs(l - s)
+				u.driftN++
+			}
 		case len(u.solo) < maxTuneTypes:
 			u.solo[typ] = l
 		}
@@ -272,6 +287,11 @@ func (c *Controller) endCheck(now time.Time) {
 	u.running(now, c.running) // the check's time so far counts as solo time
 	u.waits(now, c)
 	u.checking, u.windows = false, 0
+	if u.driftN > 0 && u.drift/float64(u.driftN) < math.Log(soloAgree) {
+		u.every = min(2*u.every, soloEveryMax)
+	} else {
+		u.every = soloEvery
+	}
 }
 
 // check starts a solo check when one is due and units wait, and ends one that ran its
@@ -282,13 +302,13 @@ func (c *Controller) endCheck(now time.Time) {
 func (c *Controller) check(now time.Time) bool {
 	u := &c.tune
 	switch {
-	case u.checking && now.Sub(u.checkAt) >= soloLimit:
+	case u.checking && now.Sub(u.checkAt) >= c.cfg.Auto.withDefaults().Interval/4:
 		c.endCheck(now)
 		return true
-	case !u.checking && u.windows >= soloEvery && c.waiting() > 0 && (u.warm || u.blind):
+	case !u.checking && u.windows >= u.every && c.waiting() > 0 && (u.warm || u.blind):
 		u.running(now, c.running)
 		u.waits(now, c)
-		u.checking, u.checkAt, u.checked = true, now, 0
+		u.checking, u.checkAt, u.checked, u.drift, u.driftN = true, now, 0, 0, 0
 		u.state.Solo++
 	}
 	return false
@@ -349,11 +369,12 @@ func (c *Controller) adapt(now time.Time) {
 	switch {
 	case !queued:
 		d = DecisionIdle
-	case alone && (n < minTuneSamples || stretch < a.Stretch):
-		// One unit at a time ran, as fast as alone or too few to tell: whatever the
-		// knee, it is further up. Double, and make room for two of the units that ran at
-		// least: a burst of units far larger than a cold start's capacity gets there in
-		// one window, not in one per doubling.
+	case alone && (n == 0 || stretch < a.Stretch):
+		// One unit at a time ran, as fast as alone or with none to tell by: whatever the
+		// knee, it is further up. (Units that ran alone but far slower than alone, as a
+		// heavy unit in a database past its knee does, say the opposite.) Double, and
+		// make room for two of the units that ran at least: a burst of units far larger
+		// than a cold start's capacity gets there in one window, not in one per doubling.
 		d, next = DecisionUp, grow(capacity, 1)
 		if u.completed > 0 {
 			next = max(next, 2*u.costs/time.Duration(u.completed))
@@ -381,6 +402,9 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	if d != DecisionStall {
 		u.stalled = 0
+	}
+	if n >= minTuneSamples && (stretch > soloOff*a.Stretch || soloOff*stretch < a.Stretch) {
+		u.every = soloEvery // far off: the solo times may have moved
 	}
 	next = min(max(next, a.Min), a.Max)
 	if next == capacity && (d == DecisionUp || d == DecisionDown) {

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -314,4 +315,56 @@ func TestAutoConfigValidate(t *testing.T) {
 	c.Auto.Max = time.Millisecond
 	require.ErrorContains(t, c.Validate(), "capacity_max")
 	require.NoError(t, autoConfig(10*time.Millisecond).Validate())
+}
+
+// TestAutoCapacityHeavyUnitsAloneDoNotGrowIt: a window in which about one unit ran at a
+// time while others waited, its few units many times slower than alone (heavy units in a
+// database past its knee, or held to a processor quota), is no sign of room: the capacity
+// holds. The same window with units as fast as alone doubles it.
+func TestAutoCapacityHeavyUnitsAloneDoNotGrowIt(t *testing.T) {
+	for _, c := range []struct {
+		busy time.Duration
+		want time.Duration
+		d    Decision
+	}{{300 * time.Millisecond, 100 * time.Millisecond, DecisionSparse}, {12 * time.Millisecond, 400 * time.Millisecond, DecisionUp}} {
+		clock := NewManualClock(time.Unix(1_700_000_000, 0))
+		ctl := New(autoConfig(100*time.Millisecond), clock)
+		u := &ctl.tune
+		u.solo[1] = math.Log(0.01) // 10 ms alone
+		u.warm, u.windows, u.queued = true, 0, true
+		u.running(clock.Now(), 1)
+		clock.Advance(time.Second)
+		u.running(clock.Now(), 1) // one unit ran through the window
+		for range 4 {
+			u.complete(1, 200*time.Millisecond, c.busy, false)
+		}
+		ctl.mu.Lock()
+		ctl.adapt(clock.Now())
+		ctl.mu.Unlock()
+		s := ctl.Snapshot()
+		require.Equal(t, c.want, s.Capacity, "units of %s", c.busy)
+		require.Equal(t, c.d, s.Auto.Last, "units of %s", c.busy)
+	}
+}
+
+// TestAutoCapacitySoloChecksBackOff: once settled, solo checks that find the solo times
+// unchanged come at longer intervals (each holds the database to one unit at a time); when
+// the database gets slower at everything, they come back often enough for the capacity to
+// follow within 30 s.
+func TestAutoCapacitySoloChecksBackOff(t *testing.T) {
+	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
+	db.run(60 * time.Second)
+	checks := db.ctl.Snapshot().Auto.Solo
+	db.run(60 * time.Second)
+	checks = db.ctl.Snapshot().Auto.Solo - checks
+	// At soloEvery windows of 2 s apart, 60 s would hold 7 or 8.
+	require.LessOrEqual(t, checks, uint64(4), "solo checks in a settled minute")
+	require.Equal(t, soloEveryMax, db.ctl.tune.every)
+	before := db.ctl.Snapshot().Capacity
+	db.demand *= 2 // every unit needs twice the service, alone too
+	db.run(30 * time.Second)
+	rate := db.run(10 * time.Second)
+	require.Greater(t, rate, 0.9*200, "throughput at half the speed")
+	require.InDelta(t, before.Seconds(), db.ctl.Snapshot().Capacity.Seconds(), 0.3*before.Seconds(),
+		"the same units of cost, twice as long alone: the same capacity")
 }
