@@ -190,9 +190,10 @@ type tuner struct {
 	prevRate       float64
 	prevStr        float64
 	// blind: the last window had more units of types with no solo time than of timed
-	// ones (as has the one before the first).
-	blind bool
-	moved bool // the last window moved the capacity
+	// ones (as has the one before the first). stale: the last window's units ran faster
+	// than alone, so a solo check is due at once (see adapt).
+	blind, stale bool
+	moved        bool // the last window moved the capacity
 	// warm: the stretch has reached the target once while units waited for capacity
 	// through the window; until then (a cold start) windows end early and the capacity
 	// doubles.
@@ -305,10 +306,10 @@ func (c *Controller) check(now time.Time) bool {
 	case u.checking && now.Sub(u.checkAt) >= c.cfg.Auto.withDefaults().Interval/4:
 		c.endCheck(now)
 		return true
-	case !u.checking && u.windows >= u.every && c.waiting() > 0 && (u.warm || u.blind):
+	case !u.checking && (u.windows >= u.every && (u.warm || u.blind) || u.stale) && c.waiting() > 0:
 		u.running(now, c.running)
 		u.waits(now, c)
-		u.checking, u.checkAt, u.checked, u.drift, u.driftN = true, now, 0, 0, 0
+		u.checking, u.checkAt, u.checked, u.drift, u.driftN, u.stale = true, now, 0, 0, 0, false
 		u.state.Solo++
 	}
 	return false
@@ -369,6 +370,13 @@ func (c *Controller) adapt(now time.Time) {
 	switch {
 	case !queued:
 		d = DecisionIdle
+	case n >= minTuneSamples && stretch*deadBand < 1:
+		// The units ran faster than alone, which they cannot: their solo times are too
+		// high, timed while the database was slower (at a cold start, say, while it still
+		// flushed a bulk load). The window tells nothing; a solo check follows at once, in
+		// a slow start too. (Taken for room, such windows doubled a slow start's capacity
+		// several times over.)
+		u.stale = true
 	case alone && (n == 0 || stretch < a.Stretch):
 		// One unit at a time ran, as fast as alone or with none to tell by: whatever the
 		// knee, it is further up. (Units that ran alone but far slower than alone, as a

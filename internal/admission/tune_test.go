@@ -368,3 +368,24 @@ func TestAutoCapacitySoloChecksBackOff(t *testing.T) {
 	require.InDelta(t, before.Seconds(), db.ctl.Snapshot().Capacity.Seconds(), 0.3*before.Seconds(),
 		"the same units of cost, twice as long alone: the same capacity")
 }
+
+// TestAutoCapacityStaleSoloTimes: solo times ten times too high (timed while the database
+// was slower) make the units look faster than alone. That is no room: the capacity holds,
+// and a solo check, at once, puts the solo times right, so the capacity stays near the knee
+// (4 cores, 10 ms units: 100 ms at the target) instead of running off to seconds.
+func TestAutoCapacityStaleSoloTimes(t *testing.T) {
+	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
+	db.run(40 * time.Second)
+	checks := db.ctl.Snapshot().Auto.Solo
+	for typ := range db.ctl.tune.solo {
+		db.ctl.tune.solo[typ] += math.Log(10)
+	}
+	top := time.Duration(0)
+	for range 30 {
+		db.run(time.Second)
+		top = max(top, db.ctl.Snapshot().Capacity)
+	}
+	require.Greater(t, db.ctl.Snapshot().Auto.Solo, checks, "a solo check")
+	require.Less(t, top, 250*time.Millisecond, "the capacity ran off")
+	require.InDelta(t, 2.5, db.ctl.Snapshot().Auto.Stretch, 0.6)
+}
