@@ -44,7 +44,8 @@ func (s *session) publish() {
 	if old := s.view.Load(); old != nil && *old == v {
 		return
 	}
-	s.view.Store(&v)
+	changed := v // only a view that changed goes to the heap
+	s.view.Store(&changed)
 }
 
 // Sessions returns a snapshot of the client sessions that have logged in, by id.
