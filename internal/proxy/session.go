@@ -134,6 +134,10 @@ type session struct {
 	clientText    string
 	since         time.Time
 	backendThread uint32
+	// relayedAt is when the last command's response was relayed, zero when the last
+	// command ended otherwise: the start of the wait for the next one, without reading the
+	// clock again.
+	relayedAt time.Time
 	// loginDeadline ends the login: waiting for a slot and the handshake itself.
 	loginDeadline time.Time
 	// backendBroken is set when the backend connection failed or was left in the middle of
@@ -268,7 +272,12 @@ func (s *session) awaitCommand() bool {
 		s.log.Debug("closing for shutdown")
 		return false
 	}
-	s.idle, s.idleInTxn, s.idleSince = true, s.inTxn, time.Now()
+	since := s.relayedAt
+	if since.IsZero() {
+		since = time.Now()
+	}
+	s.relayedAt = time.Time{}
+	s.idle, s.idleInTxn, s.idleSince = true, s.inTxn, since
 	s.mu.Unlock()
 
 	err := s.client.ReadCommand(&s.cmd)
@@ -480,6 +489,7 @@ func (s *session) dispatch() bool {
 		s.endUnit()
 	}
 	s.publish()
+	s.relayedAt = end
 	return true
 }
 
