@@ -2,8 +2,9 @@
 # What a query costs through each proxy, side by side in one run: sysbench against the
 # database directly, through gatekeeper (passthrough, admission on, pooled), HAProxy in TCP
 # mode and ProxySQL, alternating the targets round by round. For every run it reads each
-# proxy's processor time from /proc/PID/stat (user plus system) before and after and reports
-# CPU µs per query beside QPS, average and p95 latency; the report gives medians, each
+# proxy's processor time from /proc/PID/stat (user and system) before and after and reports
+# CPU µs per query beside QPS, average and p95 latency, and the user and system parts of
+# it apart; the report gives medians, each
 # proxy's latency added to direct's at 1 thread against HAProxy's, a CSV of every run and
 # plots of CPU per query. With gatekeeper and gatekeeper-admission both, it also gives their
 # difference round by round and the mean time admission held a statement.
@@ -23,7 +24,7 @@
 # that they can go there), gatekeeper-routed1 (the same with GK_REPLICA1 alone: with
 # gatekeeper-pooled and gatekeeper-routed, reads with 0, 1 and 2 replicas), gatekeeper-baseline (pooled mode as gatekeeper-pooled, run from
 # the binary GATEKEEPER_BASELINE: another build, say the commit before a change, in the same
-# run); gatekeeper, gatekeeper-pooled, gatekeeper-routed and gatekeeper-baseline run with
+# run; GATEKEEPER_BASELINE_MODE=passthrough runs it as the gatekeeper target instead); gatekeeper, gatekeeper-pooled, gatekeeper-routed and gatekeeper-baseline run with
 # admission off,
 # haproxy (mode tcp, Debian's package, installed with apt-get when missing and apt works),
 # proxysql (ProxySQL 2.7.1 from ../shared/tools/devbench/proxysql-2.7.1.tgz, or PROXYSQL_TGZ,
@@ -77,7 +78,7 @@ ROUNDS=3 TIME=10 WARMUP=3 TABLES='' TABLE_SIZE='' OUT=bench/results/overhead BUN
 DB_CPUS='' PROXY_CPUS='' SB_CPUS='' REPLICA_CPUS='' PROXY_THREADS='' PS_MODE=auto SKIP_TRX=off
 # The command as run, for the report: the overriding environment and the arguments, quoted.
 ARGS=''
-for v in GK_PRIMARY MARIADBD MARIADB SYSBENCH HAPROXY GATEKEEPER GATEKEEPER_BASELINE PROXYSQL PROXYSQL_LIB PROXYSQL_TGZ; do
+for v in GK_PRIMARY MARIADBD MARIADB SYSBENCH HAPROXY GATEKEEPER GATEKEEPER_BASELINE GATEKEEPER_BASELINE_MODE PROXYSQL PROXYSQL_LIB PROXYSQL_TGZ; do
 	[ -n "${!v:-}" ] && ARGS+="$v=$(printf '%q' "${!v}") "
 done
 ARGS+="bench/overhead.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
@@ -277,6 +278,10 @@ fi
 if wants gatekeeper-baseline; then
 	[ -n "${GATEKEEPER_BASELINE:-}" ] && "$GATEKEEPER_BASELINE" version >/dev/null 2>&1 ||
 		fail "gatekeeper-baseline runs the binary GATEKEEPER_BASELINE=/path, which is not set or does not run"
+	case ${GATEKEEPER_BASELINE_MODE:=pooled} in
+	pooled | passthrough) ;;
+	*) fail "GATEKEEPER_BASELINE_MODE is pooled or passthrough, not '$GATEKEEPER_BASELINE_MODE'" ;;
+	esac
 fi
 if wants gatekeeper-pooled || routes || wants gatekeeper-baseline; then
 	(umask 077 && printf 'users:\n  - user: %s\n    password: %s\n' "$GK_USER" "$GK_PASSWORD" >"$WORK/users.yaml")
@@ -293,7 +298,9 @@ if routes; then
 	wants gatekeeper-routed1 && start_routed gatekeeper-routed1 "$GK_REPLICA1"
 	wants gatekeeper-routed && start_routed gatekeeper-routed "$GK_REPLICA1,$GK_REPLICA2"
 fi
-if wants gatekeeper-baseline; then
+if wants gatekeeper-baseline && [ "$GATEKEEPER_BASELINE_MODE" = passthrough ]; then
+	start_gatekeeper gatekeeper-baseline GATEKEEPER_MODE=passthrough GATEKEEPER_ADMISSION_ENABLED=false
+elif wants gatekeeper-baseline; then
 	start_gatekeeper gatekeeper-baseline GATEKEEPER_MODE=pooled GATEKEEPER_ADMISSION_ENABLED=false GATEKEEPER_AUTH_USERS_FILE="$WORK/users.yaml" \
 		GATEKEEPER_POOLS_MAX_OPEN="$MAX_THREADS" GATEKEEPER_POOLS_MAX_IDLE="$MAX_THREADS"
 fi
@@ -373,17 +380,17 @@ sb() { # sb WORKLOAD PORT THREADS SECONDS prepare|run|cleanup
 		--report-interval=0 --db-ps-mode="$PS_MODE" --skip-trx="$SKIP_TRX" "$5"
 }
 
-# Processor time of a proxy in clock ticks, from /proc/PID/stat: user plus system of the
-# process (all its threads) and of its live descendants, and that of the children they have
-# waited for.
+# Processor time of a proxy in clock ticks, from /proc/PID/stat: user and system (two
+# numbers) of the process (all its threads) and of its live descendants, each with that of
+# the children they have waited for.
 CLK_TCK=$(getconf CLK_TCK)
 cpu_ticks() {
-	local pid total=0 t
+	local pid user=0 sys=0 u s
 	for pid in $1 $(descendants "$1"); do
-		t=$(awk '{sub(/^.*\) /, ""); print $12 + $13 + $14 + $15}' "/proc/$pid/stat" 2>/dev/null) || continue
-		total=$((total + t))
+		read -r u s < <(awk '{sub(/^.*\) /, ""); print $12 + $14, $13 + $15}' "/proc/$pid/stat" 2>/dev/null) || continue
+		user=$((user + u)) sys=$((sys + s))
 	done
-	echo "$total"
+	echo "$user $sys"
 }
 descendants() {
 	local c
@@ -391,17 +398,22 @@ descendants() {
 	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do echo "$c"; descendants "$c"; done
 }
 
-# measure WORKLOAD TARGET THREADS runs sysbench on TARGET and sets OUTPUT, and CPU_US to
-# the proxy's processor time per query in µs (empty for direct); returns sysbench's status.
+# measure WORKLOAD TARGET THREADS runs sysbench on TARGET and sets OUTPUT, and CPU_US,
+# USER_US and SYS_US to the proxy's processor time per query in µs, all of it, user and
+# system (empty for direct); returns sysbench's status.
 measure() {
-	local pid=${PID_OF[$2]:-} t0=0 t1 queries
+	local pid=${PID_OF[$2]:-} t0='0 0' t1 queries
 	[ -n "$pid" ] && t0=$(cpu_ticks "$pid")
 	OUTPUT=$(sb "$1" "${PORT_OF[$2]}" "$3" "$TIME" run 2>&1) || return 1
-	CPU_US=
+	CPU_US= USER_US= SYS_US=
 	if [ -n "$pid" ]; then
 		t1=$(cpu_ticks "$pid")
 		queries=$(awk '/queries:/ {print $2}' <<<"$OUTPUT")
-		CPU_US=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$queries" 'BEGIN {printf "%.2f", (n > 0 ? d / hz * 1e6 / n : 0)}')
+		read -r CPU_US USER_US SYS_US < <(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$queries" 'BEGIN {
+			split(a, A, " "); split(b, B, " "); k = n > 0 ? 1e6 / hz / n : 0
+			u = (B[1] - A[1]) * k; s = (B[2] - A[2]) * k
+			printf "%.2f %.2f %.2f\n", u + s, u, s
+		}')
 	fi
 }
 
@@ -418,7 +430,7 @@ fi
 
 mkdir -p "$OUT"
 CSV=$OUT/results.csv
-echo "workload,threads,round,target,qps,tps,avg_ms,p95_ms,queries,errors,cpu_us_per_query" >"$CSV"
+echo "workload,threads,round,target,qps,tps,avg_ms,p95_ms,queries,errors,cpu_us_per_query,user_us_per_query,sys_us_per_query" >"$CSV"
 for w in $WORKLOADS; do
 	for th in $THREADS; do
 		if [ "$WARMUP" -gt 0 ]; then
@@ -444,7 +456,7 @@ for w in $WORKLOADS; do
 				avg=$(awk '/avg:/ {print $2}' <<<"$OUTPUT")
 				p95=$(awk '/95th percentile:/ {print $3}' <<<"$OUTPUT")
 				errs=$(awk '/ignored errors:/ {print $3}' <<<"$OUTPUT")
-				echo "$w,$th,$r,$t,$qps,$tps,$avg,$p95,$queries,$errs,$CPU_US" >>"$CSV"
+				echo "$w,$th,$r,$t,$qps,$tps,$avg,$p95,$queries,$errs,$CPU_US,$USER_US,$SYS_US" >>"$CSV"
 				echo "$w threads=$th round=$r $t: $qps qps, avg ${avg}ms, p95 ${p95}ms${CPU_US:+, proxy CPU ${CPU_US}µs/query}" >&2
 			done
 		done
@@ -501,7 +513,7 @@ report() {
 	function m(w, th, t, c) { return median(w SUBSEP th SUBSEP t SUBSEP c) }
 	function f(x, fmt) { return x == "" ? "—" : sprintf(fmt, x) }
 	NR > 1 {
-		for (c = 5; c <= 11; c++) if ($c != "") vals[$1, $2, $4, c] = vals[$1, $2, $4, c] " " $c
+		for (c = 5; c <= 13; c++) if ($c != "") vals[$1, $2, $4, c] = vals[$1, $2, $4, c] " " $c
 		row[$1 "," $2 "," $3 "," $4] = $0; have[$4] = 1; if ($3 + 0 > maxr) maxr = $3 + 0
 	}
 	END {
@@ -527,6 +539,23 @@ report() {
 			print r " |"
 		}
 		if (plots == "yes") { print ""; for (x = 1; x <= nw; x++) print "![CPU µs per query, " W[x] "](cpu-" W[x] ".png)" }
+		print ""
+		print "### User and system"
+		print ""
+		print "The same time in its two parts, user + system (µs per query): system time is the kernel'"'"'s work on the"
+		print "proxy'"'"'s behalf (the socket calls), user time the proxy'"'"'s own."
+		print ""
+		h = "| workload | threads"; a = "|---|---:"
+		for (i = 1; i <= np; i++) { h = h " | " P[i]; a = a "|---:" }
+		print h " |"; print a "|"
+		for (x = 1; x <= nw; x++) for (y = 1; y <= nth; y++) {
+			r = "| " W[x] " | " TH[y]
+			for (i = 1; i <= np; i++) {
+				u = m(W[x], TH[y], P[i], 12); sy = m(W[x], TH[y], P[i], 13)
+				r = r " | " (u == "" ? "—" : sprintf("%.1f + %.1f", u, sy))
+			}
+			print r " |"
+		}
 		print ""
 		print "## Latency added at 1 thread"
 		print ""
@@ -630,7 +659,7 @@ report() {
 	echo "gatekeeper is its passthrough mode (a backend connection per client) with admission off;"
 	echo "gatekeeper-admission is the same with admission on, capacity auto;"
 	echo "gatekeeper-pooled is pooled mode with pools.max_open $MAX_THREADS, admission off;"
-	wants gatekeeper-baseline && echo "gatekeeper-baseline is pooled mode as gatekeeper-pooled, from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}');"
+	wants gatekeeper-baseline && echo "gatekeeper-baseline is $([ "$GATEKEEPER_BASELINE_MODE" = passthrough ] && echo "passthrough as gatekeeper" || echo "pooled mode as gatekeeper-pooled"), from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}');"
 	wants gatekeeper-routed1 && echo "gatekeeper-routed1 is the same routing autocommit reads to one replica (strong consistency);"
 	wants gatekeeper-routed && echo "gatekeeper-routed is the same routing autocommit reads to two replicas (strong consistency);"
 	[ -n "$SHARES" ] && echo "reads the routing proxies sent to replicas, over the whole run: $SHARES;"
