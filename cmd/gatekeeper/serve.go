@@ -22,6 +22,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/monitor"
+	"github.com/gatekeeperdb/gatekeeper/internal/procs"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/sdnotify"
@@ -124,6 +125,13 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	srv, err := proxy.New(cfg, log, reg, costs)
 	if err != nil {
 		return err
+	}
+	if n, fixed := cfg.FixedThreads(); fixed {
+		runtime.GOMAXPROCS(n)
+	} else {
+		procsCtx, stopProcs := context.WithCancel(context.Background())
+		defer stopProcs()
+		go procs.Run(procsCtx, procs.ProcessCPU, log) // ends with serve
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

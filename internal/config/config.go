@@ -7,6 +7,7 @@
 package config
 
 import (
+	"strconv"
 	"time"
 )
 
@@ -19,7 +20,12 @@ type Config struct {
 	// Mode is passthrough (default: each client's handshake is relayed to the primary and
 	// the client keeps that connection) or pooled (the proxy authenticates clients itself
 	// and lends them connections from its pools, one unit of work at a time).
-	Mode      string    `mapstructure:"mode"`
+	Mode string `mapstructure:"mode"`
+	// Threads is how many processors the proxy's goroutines run on (GOMAXPROCS): auto
+	// (default) sizes them to the proxy's own load, up to what the runtime would use (the
+	// GOMAXPROCS environment variable, else the processors the process may run on); a
+	// number fixes them.
+	Threads   string    `mapstructure:"threads"`
 	Auth      Auth      `mapstructure:"auth"`
 	Pools     Pools     `mapstructure:"pools"`
 	TLS       ClientTLS `mapstructure:"tls"`
@@ -84,6 +90,16 @@ const (
 	ModePassthrough = "passthrough"
 	ModePooled      = "pooled"
 )
+
+// ThreadsAuto sizes the proxy's processors to its load.
+const ThreadsAuto = "auto"
+
+// FixedThreads returns the processors threads fixes, or false for auto. Validate has
+// checked the value.
+func (c *Config) FixedThreads() (int, bool) {
+	n, err := strconv.Atoi(c.Threads)
+	return n, err == nil
+}
 
 // Auth says where the accounts of pooled mode come from.
 type Auth struct {
@@ -463,8 +479,9 @@ func Default() Config {
 			DeadAfter:      30 * time.Second,
 			TLS:            BackendTLS{Mode: TLSDisabled},
 		},
-		Mode: ModePassthrough,
-		Auth: Auth{RefreshInterval: time.Minute},
+		Mode:    ModePassthrough,
+		Threads: ThreadsAuto,
+		Auth:    Auth{RefreshInterval: time.Minute},
 		Pools: Pools{
 			MaxOpen: 64, MaxIdle: 16, IdleTimeout: 5 * time.Minute, MaxLifetime: time.Hour,
 			WaitTimeout: 5 * time.Second,

@@ -179,6 +179,11 @@ func TestLoadErrors(t *testing.T) {
 				`estimator.state_file: directory "/nonexistent/dir" does not exist`},
 		},
 		{
+			name: "threads neither auto nor a count",
+			yaml: "threads: 0\n",
+			want: []string{"line 1: threads", `"0" is neither auto nor a number of processors from 1`},
+		},
+		{
 			name: "estimator window too short",
 			yaml: "estimator:\n  window: 500ms\n",
 			want: []string{"estimator.window", "between 1s and 1h"},
