@@ -4,9 +4,9 @@
 // processors than that work fills, every goroutine the network makes ready has the runtime
 // wake another thread to look for it, which spins and sleeps again: processor time and a
 // thread hand-off on every statement, for nothing. Measured on two processors, a client
-// running one transaction at a time cost gatekeeper 44.6 µs of processor time a statement
-// with two processors and 33.1 with one, and the transaction's added latency fell from 591
-// to 254 µs (bench/results/overhead and overhead-1-thread). Under load the other processors
+// running one read-write transaction at a time cost gatekeeper 44.8 µs of processor time a
+// statement on both and 33.8 with the Sizer, which gave it one, and the transaction's added
+// latency fell from 561 to 266 µs (bench/results/overhead). Under load the other processors
 // are needed, and the Sizer gives them back as soon as the proxy's demand calls for them.
 //
 // Demand is the processor time the proxy used plus the time its threads waited, runnable,
