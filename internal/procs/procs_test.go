@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -15,18 +16,6 @@ func steps(s *Sizer, used ...float64) []int {
 		got = append(got, s.Next(u))
 	}
 	return got
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // ProcessCPU reads this process's processor time, which grows as it works.
@@ -49,7 +38,7 @@ func TestProcessCPU(t *testing.T) {
 func TestSizerGivesBackWhatALightLoadDoesNotUse(t *testing.T) {
 	s := NewSizer(16)
 	// One client's relay wants a third of a processor: after DownAfter intervals, one.
-	if got, want := steps(s, 0.3, 0.3, 0.3, 0.3), []int{16, 16, 1, 1}; !equal(got, want) {
+	if got, want := steps(s, 0.3, 0.3, 0.3, 0.3), []int{16, 16, 1, 1}; !slices.Equal(got, want) {
 		t.Errorf("at 0.3 processors used: %v, want %v", got, want)
 	}
 }
@@ -87,7 +76,7 @@ func TestSizerHoldsBetweenTheMarks(t *testing.T) {
 	}
 	// Once at one, 0.55 stays under UpAt of one.
 	steps(s, 0.3, 0.3, 0.3)
-	if got := steps(s, 0.55, 0.55, 0.55); !equal(got, []int{1, 1, 1}) {
+	if got := steps(s, 0.55, 0.55, 0.55); !slices.Equal(got, []int{1, 1, 1}) {
 		t.Errorf("at one, 0.55 used: %v, want to hold at 1", got)
 	}
 }
@@ -100,14 +89,14 @@ func TestSizerShrinksToTheMostTheIntervalsWanted(t *testing.T) {
 	}
 	// An interval that wants the count it has starts the count of fewer again.
 	s = NewSizer(8)
-	if got := steps(s, 0.3, 0.3, 3.9, 0.3, 0.3); !equal(got, []int{8, 8, 8, 8, 8}) {
+	if got := steps(s, 0.3, 0.3, 3.9, 0.3, 0.3); !slices.Equal(got, []int{8, 8, 8, 8, 8}) {
 		t.Errorf("a busy interval between light ones: %v, want 8 throughout", got)
 	}
 }
 
 func TestSizerAtOneProcessor(t *testing.T) {
 	s := NewSizer(0)
-	if got := steps(s, 0, 5, 0.1); !equal(got, []int{1, 1, 1}) {
+	if got := steps(s, 0, 5, 0.1); !slices.Equal(got, []int{1, 1, 1}) {
 		t.Errorf("Max 1: %v, want 1 throughout", got)
 	}
 }
