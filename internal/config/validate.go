@@ -51,10 +51,8 @@ func (c *Config) Validate() error {
 			bad(key, "%q is not one of %s", value, strings.Join(allowed, ", "))
 		}
 	}
-	if c.Threads != ThreadsAuto {
-		if n, err := strconv.Atoi(c.Threads); err != nil || n < 1 {
-			bad("threads", "%q is neither auto nor a number of processors from 1", c.Threads)
-		}
+	if n, fixed := c.FixedThreads(); c.Threads != ThreadsAuto && (!fixed || n < 1) {
+		bad("threads", "%q is neither auto nor a number of processors from 1", c.Threads)
 	}
 	readable := func(key, path string) {
 		if path == "" {

@@ -67,7 +67,7 @@ func (s *Sizer) Next(demand float64) int {
 	want := min(s.Max, max(1, int(math.Ceil(demand/FillTo-1e-9))))
 	switch {
 	case demand > UpAt*float64(s.n) && s.n < s.Max:
-		s.n, s.fewer = max(want, s.n+1), 0
+		s.n, s.fewer = want, 0 // past UpAt, FillTo wants more than n
 	case want < s.n:
 		if s.fewer == 0 || want > s.want {
 			s.want = want

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -102,7 +103,7 @@ func TestSizerAtOneProcessor(t *testing.T) {
 }
 
 // Run sets the runtime's processors as the Sizer says, and gives back the count it
-// started from when it ends.
+// started from when it ends. The bubble's clock drives its ticker.
 func TestRunResizesTheRuntime(t *testing.T) {
 	start := runtime.GOMAXPROCS(0)
 	if start < 2 {
@@ -110,23 +111,21 @@ func TestRunResizesTheRuntime(t *testing.T) {
 		defer runtime.GOMAXPROCS(start)
 	}
 	before := runtime.GOMAXPROCS(0)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { // no processor time at all: a light load
-		defer close(done)
-		Run(ctx, func() (time.Duration, time.Duration, bool) { return 0, 0, true }, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}()
-	deadline := time.Now().Add(time.Duration(DownAfter+3) * Interval)
-	for runtime.GOMAXPROCS(0) != 1 {
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("an idle process still runs on %d processors", runtime.GOMAXPROCS(0))
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { // no processor time at all: a light load
+			defer close(done)
+			Run(ctx, func() (time.Duration, time.Duration, bool) { return 0, 0, true }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}()
+		time.Sleep(time.Duration(DownAfter)*Interval + Interval/2)
+		synctest.Wait()
+		if got := runtime.GOMAXPROCS(0); got != 1 {
+			t.Errorf("an idle process after %d intervals runs on %d processors, want 1", DownAfter, got)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	<-done
+		cancel()
+		<-done
+	})
 	if got := runtime.GOMAXPROCS(0); got != before {
 		t.Errorf("after Run: %d processors, want the %d it started from", got, before)
 	}
