@@ -4,7 +4,7 @@
 #
 #   bench/stepchange.sh [--clients N] [--phase D] [--capacities LIST] [--warmup D]
 #                       [--duration D] [--full CPUS] [--interval D] [--runs N] [--rounds N]
-#                       [--static-csv FILE] [--out DIR]
+#                       [--static-csv FILE] [--db-cpus LIST --client-cpus LIST] [--out DIR]
 #
 # The primary's server process runs in a cgroup of its own whose processor quota is --full
 # processors (default 1) or half of that. The bookstore (shopping mix, --clients closed-loop
@@ -18,6 +18,11 @@
 #      measured, --rounds times (default 1; every other round in the reverse order, so that a
 #      drift of the machine's speed does not favour one end); --static-csv adds the runs of
 #      an earlier run's static.csv (--capacities '' then runs none).
+# The two alternate: adaptive run 1, static round 1, adaptive run 2, static round 2, and so
+# on, so that each adaptive run has static runs of its own hour beside it ("within rounds").
+# --db-cpus runs the primary on the processors of a taskset list and --client-cpus the proxy
+# and the clients on others (both or neither), so that the database's processors are its
+# own and the quota is of them.
 # Throughput is the proxy's completed units a second (gatekeeper_units_total), the same
 # measure for every run. It reports each phase's throughput over its last half against the
 # best static capacity of that state, and how long the capacity took to settle after each
@@ -38,7 +43,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CLIENTS=200 PHASE=60s CAPACITIES=40ms,80ms,160ms,320ms,640ms WARMUP=15s DURATION=30s FULL=1
-OUT=bench/results/stepchange STATIC_CSV= INTERVAL=2s RUNS=1 ROUNDS=1
+OUT=bench/results/stepchange STATIC_CSV= INTERVAL=2s RUNS=1 ROUNDS=1 DB_CPUS= CLIENT_CPUS=
 ARGS="bench/stepchange.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 usage() {
 	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -59,6 +64,8 @@ while [ $# -gt 0 ]; do
 	--interval) INTERVAL=$2 ;;
 	--runs) RUNS=$2 ;;
 	--rounds) ROUNDS=$2 ;;
+	--db-cpus) DB_CPUS=$2 ;;
+	--client-cpus) CLIENT_CPUS=$2 ;;
 	--out) OUT=$2 ;;
 	*) usage 2 >&2 ;;
 	esac
@@ -73,8 +80,11 @@ PHASE_S=$(seconds "$PHASE") WARMUP_S=$(seconds "$WARMUP") DURATION_S=$(seconds "
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || fail "--runs takes a positive whole number, not '$RUNS'"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || fail "--rounds takes a positive whole number, not '$ROUNDS'"
 [[ $FULL =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "--full takes a number of processors, as in 1 or 1.5, not '$FULL'"
+if [ -n "$DB_CPUS$CLIENT_CPUS" ] && { [ -z "$DB_CPUS" ] || [ -z "$CLIENT_CPUS" ]; }; then
+	fail "--db-cpus and --client-cpus go together, as in --db-cpus 0 --client-cpus 1"
+fi
 if [ -n "$STATIC_CSV" ]; then
-	head -n 1 "$STATIC_CSV" 2>/dev/null | grep -qx 'state,capacity,rate' ||
+	head -n 1 "$STATIC_CSV" 2>/dev/null | grep -qxE 'state,capacity,rate(,round)?' ||
 		fail "--static-csv $STATIC_CSV is not the static.csv of an earlier run (state,capacity,rate)"
 	STATIC_CSV=$(realpath "$STATIC_CSV")
 fi
@@ -103,6 +113,11 @@ fi
 sql() { mariadb --no-defaults -h"${GK_PRIMARY%:*}" -P"$PRIMARY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -N -e "$1"; }
 DB_PID=$(cat "$(sql 'SELECT @@pid_file')" 2>/dev/null) && [ -d "/proc/$DB_PID" ] ||
 	fail "the primary's process is not on this machine; run the script beside it"
+PIN=()
+if [ -n "$DB_CPUS" ]; then
+	pin_primary "$DB_CPUS" || exit 1
+	PIN=(taskset -c "$CLIENT_CPUS")
+fi
 
 # The cgroup: quota QUOTA processors for the primary; left at exit.
 mkdir "$CG"
@@ -158,7 +173,7 @@ start_proxy() {
 		  queue_timeout: 30s
 		  max_queue: 100000
 	EOF
-	"$GATEKEEPER" serve --config "$WORK/gatekeeper.yaml" 2>"$WORK/gatekeeper-$1.log" &
+	"${PIN[@]}" "$GATEKEEPER" serve --config "$WORK/gatekeeper.yaml" 2>"$WORK/gatekeeper-$1.log" &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
 	wait_login "$1" "$PROXY_PID" "$PROXY_PORT" "$WORK/gatekeeper-$1.log"
@@ -179,7 +194,7 @@ sample() {
 
 # load SECONDS runs the bookstore's clients through the proxy; sets LOAD_PID.
 load() {
-	"$WORK/bookstore" run --dsn "$GK_USER:$GK_PASSWORD@tcp(127.0.0.1:$PROXY_PORT)/$DB" --mix shopping \
+	"${PIN[@]}" "$WORK/bookstore" run --dsn "$GK_USER:$GK_PASSWORD@tcp(127.0.0.1:$PROXY_PORT)/$DB" --mix shopping \
 		--clients "$CLIENTS" --duration "${1}s" --warmup 0s --timeout 60s >"$WORK/load.out" 2>&1 &
 	LOAD_PID=$!
 	PIDS+=("$LOAD_PID")
@@ -189,7 +204,15 @@ mkdir -p "$OUT"
 TRACE=$OUT/trace.csv STATIC=$OUT/static.csv
 
 echo "second,state,capacity_s,units,running,queued,decision,stretch,run" >"$TRACE"
-for run in $(seq 1 "$RUNS"); do
+echo "state,capacity,rate,round" >"$STATIC"
+if [ -n "$STATIC_CSV" ]; then
+	tail -n +2 "$STATIC_CSV" | awk -F, -v OFS=, '{print $1, $2, $3, ""}' >>"$STATIC"
+fi
+read -r -a CAPS <<<"${CAPACITIES//,/ }"
+
+# adaptive RUN: one run of the adaptive capacity through the three phases.
+adaptive() {
+	local run=$1 s state t0 c u rest
 	echo "bench/stepchange.sh: auto (run $run of $RUNS), ${PHASE} warm-up then full, half, full" >&2
 	quota "$FULL"
 	start_proxy auto
@@ -209,15 +232,12 @@ for run in $(seq 1 "$RUNS"); do
 	done
 	stop_pid "$LOAD_PID"
 	stop_pid "$PROXY_PID"
-done
-quota "$FULL"
+	quota "$FULL"
+}
 
-echo "state,capacity,rate" >"$STATIC"
-if [ -n "$STATIC_CSV" ]; then
-	tail -n +2 "$STATIC_CSV" >>"$STATIC"
-fi
-read -r -a CAPS <<<"${CAPACITIES//,/ }"
-for round in $(seq 1 "$ROUNDS"); do
+# static ROUND: each static capacity in each state once.
+static() {
+	local round=$1 order cap st q i t1 t2 u1 u2
 	order=("${CAPS[@]}")
 	if [ $((round % 2)) -eq 0 ]; then
 		order=()
@@ -238,18 +258,24 @@ for round in $(seq 1 "$ROUNDS"); do
 			stop_pid "$LOAD_PID"
 			stop_pid "$PROXY_PID"
 			awk -v st="$st" -v cap="$cap" -v t1="$t1" -v t2="$t2" -v u1="$u1" -v u2="$u2" \
-				'BEGIN {printf "%s,%s,%.1f\n", st, cap, (u2 - u1) / (t2 - t1)}' >>"$STATIC"
+				-v round="$round" 'BEGIN {printf "%s,%s,%.1f,%d\n", st, cap, (u2 - u1) / (t2 - t1), round}' >>"$STATIC"
 		done
 	done
+	quota "$FULL"
+}
+
+for i in $(seq 1 $((RUNS > ROUNDS ? RUNS : ROUNDS))); do
+	[ "$i" -gt "$RUNS" ] || adaptive "$i"
+	[ "$i" -gt "$ROUNDS" ] || [ ${#CAPS[@]} -eq 0 ] || static "$i"
 done
-quota "$FULL"
 
 MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 {
 	echo "# Step change: the database loses half its processor, then gets it back"
 	echo
-	echo "The primary runs in a cgroup with a quota of $FULL processor(s) (full) or $HALF (half). The"
-	echo "bookstore's shopping mix runs through gatekeeper (sjf, type key tag, $CLIENTS closed-loop clients)."
+	echo "The primary runs in a cgroup with a quota of $FULL processor(s) (full) or $HALF (half)."
+	[ -z "$DB_CPUS" ] || echo "It runs on processors $DB_CPUS, the proxy and the clients on $CLIENT_CPUS."
+	echo "The bookstore's shopping mix runs through gatekeeper (sjf, type key tag, $CLIENTS closed-loop clients)."
 	echo "With \`admission.capacity: auto\` (capacity_interval $INTERVAL) the proxy starts cold and runs ${PHASE} of warm-up at full,"
 	echo "then ${PHASE} at full, ${PHASE} at half and ${PHASE} at full again, in one run ($RUNS in all, each on a fresh proxy); each static"
 	if [ -n "$STATIC_CSV" ]; then
@@ -265,9 +291,11 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	python3 - "$STATIC" "$TRACE" "$PHASE_S" <<-'EOF'
 		import csv, statistics, sys
 		static, trace, phase = sys.argv[1], sys.argv[2], int(sys.argv[3])
-		cells = {}
+		cells, byround = {}, {}
 		for r in csv.DictReader(open(static)):
 		    cells.setdefault((r["state"], r["capacity"]), []).append(float(r["rate"]))
+		    if r.get("round"):
+		        byround[(r["state"], r["capacity"], r["round"])] = float(r["rate"])
 		best, runs = {}, {"full": [], "half": []}
 		for (state, c), rates in cells.items():
 		    rate = statistics.median(rates)
@@ -278,8 +306,10 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 		byrun = {}
 		for r in csv.DictReader(open(trace)):
 		    byrun.setdefault(r.get("run") or "1", []).append(r)
-		phases = {}  # name: [(rate, capacity median, settled)] by run
-		for rows in byrun.values():
+		if not best:
+		    sys.exit("no static runs to compare with: give --capacities or --static-csv")
+		phases = {}  # name: [(rate, capacity median, settled, run)] by run
+		for run, rows in byrun.items():
 		    cap = [float(r["capacity_s"]) for r in rows]
 		    units = [int(r["units"]) for r in rows]
 		    for p, name in enumerate(["full", "half", "full again"], 1):
@@ -291,10 +321,16 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 		            if cap[s] > 1.5 * med or cap[s] < med / 1.5:
 		                settled = s + 1
 		                break
-		        phases.setdefault(name, []).append(((units[b] - units[h]) / (b - h), med, settled - a))
+		        phases.setdefault(name, []).append(((units[b] - units[h]) / (b - h), med, settled - a, run))
+		# Within rounds: each adaptive run against the best static capacity's run of the same
+		# round (static round N ran right after adaptive run N).
+		def within(name, g):
+		    st = "half" if name == "half" else "full"
+		    r = byround.get((st, best[st][0], g[3]))
+		    return f"{g[0] / r:.2f}" if r else "—"
 		many = len(byrun) > 1
-		print("| phase | state | auto units/s (last half) | auto capacity (median, last half) | settled after | best static | its units/s | auto / best |")
-		print("|---|---|---:|---:|---:|---|---:|---:|")
+		print("| phase | state | auto units/s (last half) | auto capacity (median, last half) | settled after | best static | its units/s | auto / best | within rounds |")
+		print("|---|---|---:|---:|---:|---|---:|---:|---|")
 		for p, name in enumerate(["full", "half", "full again"], 1):
 		    got = phases[name]
 		    rate = statistics.median(g[0] for g in got)
@@ -308,11 +344,12 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 		    else:
 		        rates, caps, settled = f"{rate:.1f}", f"{got[0][1] * 1000:.0f} ms", f"{got[0][2]} s"
 		        ratio = f"{rate / br:.2f}"
-		    print(f"| {p} | {name} | {rates} | {caps} | {settled} | {bc} | {br:.1f} | {ratio} |")
+		    print(f"| {p} | {name} | {rates} | {caps} | {settled} | {bc} | {br:.1f} | {ratio} | {each(lambda g: within(name, g))} |")
 		print()
 		if many:
 		    print(f"With {len(byrun)} runs of the adaptive capacity, a phase's units/s and its ratio are the median over the runs, each run's in brackets.")
-		    print()
+		print("Within rounds divides each adaptive run's units/s by the best static capacity's in the static round that ran after it.")
+		print()
 		rounds = max(len(r) for r in cells.values())
 		what = f"median of {rounds} rounds (lowest-highest)" if rounds > 1 else "one run each"
 		print(f"Static capacities, units/s, {what}: full: " + ", ".join(runs["full"]) + "; half: " + ", ".join(runs["half"]) + ".")
