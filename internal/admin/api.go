@@ -100,7 +100,7 @@ type QueueResponse struct {
 type AdaptiveCapacity struct {
 	MinMS float64 `json:"min_ms"`
 	MaxMS float64 `json:"max_ms"`
-	// Last is the last window's decision: up, down, hold, idle, sparse or stall.
+	// Last is the last window's decision: up, down, hold, idle, sparse, stall or restore.
 	Last string `json:"last"`
 	// Stretch is how many times longer than alone the last window's units ran (1: as fast),
 	// Target the stretch the capacity moves towards, and Gain the window's completions a

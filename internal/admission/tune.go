@@ -84,6 +84,22 @@ const (
 	soloWeight = 0.25
 	// maxTuneTypes bounds the types kept.
 	maxTuneTypes = 4096
+	// A descent (moves down in a row) must do what it is for: once the capacity is
+	// descentStep times under where the descent's stretch and throughput were last
+	// measured, two windows there must show a stretch lower by deadBand at least (fewer
+	// units, a shorter queue in the database) and keep descentKeep of the throughput.
+	// When they do not, the capacity goes back up to where it stood and holds at least
+	// there for restoreWindows windows, unless the stretch is more than soloOff times the
+	// target. Units that run longer than alone for reasons that fewer units do not cure
+	// (the database's processor quota throttling it, its host's processors busy with the
+	// clients) read as a stretch over the target however few run, and without this the
+	// capacity would fall to its minimum and the database idle between units. A descent
+	// ends at a move up, or after descentHolds windows in a row without a move down, so
+	// that what it is compared with is of the database's present state.
+	descentStep    = 1.5
+	descentKeep    = 0.85
+	restoreWindows = 15
+	descentHolds   = 5
 )
 
 // Decision is what the adaptive capacity did at the end of a window.
@@ -106,14 +122,17 @@ const (
 	// DecisionHold: the stretch was near the target, or under it while the clients, not
 	// the capacity, bound the units.
 	DecisionHold
+	// DecisionRestore: moves down did not bring the stretch down, or cost throughput; the
+	// capacity went back to where the descent last stood, and holds there a while.
+	DecisionRestore
 	numDecisions
 )
 
 // Decisions lists every decision, for metrics.
-var Decisions = []Decision{DecisionNone, DecisionIdle, DecisionSparse, DecisionStall, DecisionUp, DecisionDown, DecisionHold}
+var Decisions = []Decision{DecisionNone, DecisionIdle, DecisionSparse, DecisionStall, DecisionUp, DecisionDown, DecisionHold, DecisionRestore}
 
 func (d Decision) String() string {
-	return [...]string{"none", "idle", "sparse", "stall", "up", "down", "hold"}[d]
+	return [...]string{"none", "idle", "sparse", "stall", "up", "down", "hold", "restore"}[d]
 }
 
 // AutoState is the adaptive capacity's state, in Snapshot.
@@ -199,7 +218,20 @@ type tuner struct {
 	// doubles.
 	warm    bool
 	stalled int // windows held in a row for a stall
-	state   AutoState
+	// descending: the capacity moved down and has not moved up since. anchorCap is the
+	// capacity at which the descent's stretch and throughput were last measured (0: not
+	// yet, the window after the first move down measures them), anchorStr and anchorRate
+	// those, and belowStr, belowSum and belowN the stretches and rates of the windows
+	// since at a capacity descentStep times under it.
+	// floorCap is the least capacity for floorLeft more windows, after a restore.
+	descending          bool
+	anchorCap, floorCap time.Duration
+	anchorRate          float64
+	anchorStr, belowStr float64
+	belowSum            float64
+	belowN, floorLeft   int
+	holds               int // windows in a row that held during the descent
+	state               AutoState
 }
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
@@ -414,6 +446,7 @@ func (c *Controller) adapt(now time.Time) {
 	if n >= minTuneSamples && (stretch > soloOff*a.Stretch || soloOff*stretch < a.Stretch) {
 		u.every = soloEvery // far off: the solo times may have moved
 	}
+	next, d = u.judgeDescent(capacity, next, d, rate, stretch, a)
 	next = min(max(next, a.Min), a.Max)
 	if next == capacity && (d == DecisionUp || d == DecisionDown) {
 		d = DecisionHold // at a bound
@@ -439,6 +472,58 @@ func (c *Controller) adapt(now time.Time) {
 		u.warm = false
 	}
 	u.sum, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0
+}
+
+// judgeDescent weighs a window of a descent by the work it did (see descentStep): capacity is
+// what the window ran at, next and d what the stretch decided. It returns the move, which
+// a restore or its floor may change.
+func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, stretch float64, a AutoConfig) (time.Duration, Decision) {
+	if u.floorLeft > 0 {
+		u.floorLeft--
+	}
+	if d == DecisionHold {
+		u.holds++
+	} else if d == DecisionDown {
+		u.holds = 0
+	}
+	switch {
+	case d == DecisionUp || d == DecisionIdle || u.holds >= descentHolds:
+		u.descending = false
+	case !u.descending:
+		if d == DecisionDown {
+			u.descending, u.anchorCap = true, 0
+		}
+	case u.soloTime > 0 || d != DecisionDown && d != DecisionHold:
+		// A solo check's window does less work whatever the capacity, a stall's or a
+		// sparse one's tells nothing: neither is compared.
+	case u.anchorCap == 0:
+		u.anchorCap, u.anchorRate, u.anchorStr, u.belowSum, u.belowStr, u.belowN = capacity, rate, stretch, 0, 0, 0
+	case capacity == u.anchorCap:
+		// Held there: the present's figures, less noisy.
+		u.anchorRate, u.anchorStr = (u.anchorRate+rate)/2, (u.anchorStr+stretch)/2
+	case float64(capacity)*descentStep <= float64(u.anchorCap):
+		u.belowSum += rate
+		u.belowStr += stretch
+		u.belowN++
+		if u.belowN < 2 {
+			break
+		}
+		m, ms := u.belowSum/float64(u.belowN), u.belowStr/float64(u.belowN)
+		if m >= descentKeep*u.anchorRate && ms*deadBand <= u.anchorStr {
+			// The queue in the database shrank, and no work was lost: go on from here.
+			u.anchorCap, u.anchorRate, u.anchorStr, u.belowSum, u.belowStr, u.belowN = capacity, m, ms, 0, 0, 0
+			break
+		}
+		next, d = u.anchorCap, DecisionRestore
+		u.floorCap, u.floorLeft, u.descending = u.anchorCap, restoreWindows, false
+	}
+	if u.floorLeft > 0 && next < u.floorCap && stretch <= soloOff*a.Stretch {
+		next = u.floorCap
+		if d == DecisionDown {
+			d = DecisionHold
+		}
+	}
+	return next, d
 }
 
 // grow is c larger by step (at least a millisecond).

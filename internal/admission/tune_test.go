@@ -25,7 +25,11 @@ type psDatabase struct {
 	// learn: units are charged a moving average of the busy times of those completed, as
 	// the estimator does without estimator.backend_cpus, instead of cost: past the knee
 	// the charge grows with the units running.
-	learn   bool
+	learn bool
+	// slow: outside solo checks every unit runs this many times slower (0: not), as with
+	// a processor quota that throttles the database whenever it is busy: units take longer
+	// than alone however few run.
+	slow    float64
 	tickets []Ticket
 	need    []time.Duration // the service each client's unit needs
 	left    []float64       // service still needed by running units, in seconds; <0: not running
@@ -77,6 +81,9 @@ func (db *psDatabase) step(dt time.Duration) int {
 	rate := 1.0
 	if float64(n) > db.cores {
 		rate = db.cores / float64(n)
+	}
+	if db.slow > 0 && !db.ctl.tune.checking {
+		rate /= db.slow
 	}
 	db.clock.Advance(dt)
 	done := 0
@@ -388,4 +395,24 @@ func TestAutoCapacityStaleSoloTimes(t *testing.T) {
 	require.Greater(t, db.ctl.Snapshot().Auto.Solo, checks, "a solo check")
 	require.Less(t, top, 250*time.Millisecond, "the capacity ran off")
 	require.InDelta(t, 2.5, db.ctl.Snapshot().Auto.Stretch, 0.6)
+}
+
+// TestAutoCapacityKeepsTheWorkOfADescent: outside solo checks units run 3 times as long as
+// alone however few run (a database throttled by its quota), so the stretch reads over the
+// target at every capacity. Moves down that leave it there are undone: the capacity does
+// not fall to its minimum, where one unit at a time would run, and the database keeps most
+// of its peak (4 cores at a third of their speed: 133 units of 10 ms a second).
+func TestAutoCapacityKeepsTheWorkOfADescent(t *testing.T) {
+	db := newPSDatabase(t, autoConfig(200*time.Millisecond), 64, 4)
+	db.slow = 3
+	db.run(30 * time.Second)
+	rate, low := 0.0, time.Hour
+	for range 60 {
+		rate += db.run(time.Second) / 60
+		low = min(low, db.ctl.Snapshot().Capacity)
+	}
+	s := db.ctl.Snapshot()
+	require.Greater(t, rate, 0.85*400/3, "throughput")
+	require.GreaterOrEqual(t, low, 20*time.Millisecond, "lowest capacity")
+	require.NotZero(t, s.Auto.Decided[DecisionRestore], "restores")
 }
