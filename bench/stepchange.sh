@@ -324,8 +324,10 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 		        phases.setdefault(name, []).append(((units[b] - units[h]) / (b - h), med, settled - a, run))
 		# Within rounds: each adaptive run against the best static capacity's run of the same
 		# round (static round N ran right after adaptive run N).
+		def state(name):
+		    return "half" if name == "half" else "full"
 		def within(name, g):
-		    st = "half" if name == "half" else "full"
+		    st = state(name)
 		    r = byround.get((st, best[st][0], g[3]))
 		    return f"{g[0] / r:.2f}" if r else "—"
 		many = len(byrun) > 1
@@ -334,7 +336,7 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 		for p, name in enumerate(["full", "half", "full again"], 1):
 		    got = phases[name]
 		    rate = statistics.median(g[0] for g in got)
-		    bc, br = best["half" if name == "half" else "full"]
+		    bc, br = best[state(name)]
 		    each = lambda f: ", ".join(f(g) for g in got)
 		    if many:
 		        rates = f"{rate:.1f} ({each(lambda g: f'{g[0]:.0f}')})"

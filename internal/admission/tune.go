@@ -474,9 +474,9 @@ func (c *Controller) adapt(now time.Time) {
 	u.sum, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0
 }
 
-// judgeDescent weighs a window of a descent by the work it did (see descentStep): capacity is
-// what the window ran at, next and d what the stretch decided. It returns the move, which
-// a restore or its floor may change.
+// judgeDescent weighs a window of a descent by its stretch and the work it did (see
+// descentStep): capacity is what the window ran at, next and d what the stretch decided.
+// It returns the move, which a restore or its floor may change.
 func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, stretch float64, a AutoConfig) (time.Duration, Decision) {
 	if u.floorLeft > 0 {
 		u.floorLeft--
