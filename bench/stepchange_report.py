@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Report of bench/stepchange.sh: each phase of the adaptive capacity's runs against the best
+static capacity's runs over the same seconds of the same schedule.
+
+    bench/stepchange_report.py TRACE PHASE_SECONDS
+
+TRACE is the script's trace.csv: a row a second of every run (policy auto or a static
+capacity, round N). Prints the markdown that goes into the result's README.
+"""
+import csv
+import statistics
+import sys
+
+PHASES = [(1, "full"), (2, "half"), (3, "full again")]
+
+
+def measure(rows, phase, p):
+    """A phase's figures over its last half: units/s, the capacity's median, when it
+    settled, the primary's processors used, units refused a second."""
+    a, b = p * phase, (p + 1) * phase - 1
+    h = a + phase // 2
+    cap = [float(r["capacity_s"]) for r in rows]
+    med = statistics.median(cap[h:b + 1])
+    settled = a
+    for s in range(b, a - 1, -1):
+        if cap[s] > 1.5 * med or cap[s] < med / 1.5:
+            settled = s + 1
+            break
+    span = b - h
+
+    def rate(col, cast):
+        return (cast(rows[b][col]) - cast(rows[h][col])) / span
+
+    return {
+        "rate": rate("units", int),
+        "cap": med,
+        "settled": settled - a,
+        "busy": rate("db_cpu_s", float),
+        "refused": rate("refused", int),
+    }
+
+
+def seconds(capacity):
+    """A static capacity's seconds: 25ms is 0.025, 2s is 2."""
+    if capacity.endswith("ms"):
+        return float(capacity[:-2]) / 1000
+    return float(capacity[:-1])
+
+
+def main():
+    trace, phase = sys.argv[1], int(sys.argv[2])
+    runs = {}  # (policy, round): rows in order
+    for r in csv.DictReader(open(trace)):
+        runs.setdefault((r["policy"], r["round"]), []).append(r)
+    runs = {k: v for k, v in runs.items() if len(v) >= 4 * phase}  # whole runs only
+    got = {}  # (policy, phase name): {round: figures}
+    for (policy, rnd), rows in runs.items():
+        for p, name in PHASES:
+            got.setdefault((policy, name), {})[rnd] = measure(rows, phase, p)
+    statics = sorted({k[0] for k in runs if k[0] != "auto"}, key=seconds)
+    if ("auto", "full") not in got or not statics:
+        sys.exit("stepchange_report: the trace needs whole runs of auto and of a static capacity")
+
+    def med(policy, name, key="rate"):
+        return statistics.median(f[key] for f in got[(policy, name)].values())
+
+    rounds = sorted(got[("auto", "full")], key=int)
+    print("| phase | state | auto units/s (last half) | auto capacity (median, last half) | settled after "
+          "| best static | its units/s | auto / best | within rounds | database busy, auto / best | refused/s, auto / best |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---|---|---|")
+    for p, name in PHASES:
+        auto = got[("auto", name)]
+        best = max(statics, key=lambda c: med(c, name))
+        br = med(best, name)
+        def each(key, fmt):
+            return ", ".join(format(auto[r][key], fmt) for r in rounds)
+
+        within = ", ".join(
+            f"{auto[r]['rate'] / got[(best, name)][r]['rate']:.2f}" if r in got[(best, name)] else "—" for r in rounds)
+        rate = med("auto", name)
+        caps = ", ".join(f"{auto[r]['cap'] * 1000:.0f}" for r in rounds)
+        print(f"| {p} | {name} | {rate:.1f} ({each('rate', '.0f')}) | {caps} ms | {each('settled', 'd')} s "
+              f"| {best} | {br:.1f} | **{rate / br:.2f}** | {within} "
+              f"| {each('busy', '.2f')} / {med(best, name, 'busy'):.2f} "
+              f"| {each('refused', '.1f')} / {med(best, name, 'refused'):.1f} |")
+    print()
+    print(f"{len(rounds)} round(s). A phase's units/s is the median over the rounds, each round's in brackets;"
+          " auto / best divides the adaptive capacity's median by the best static capacity's (the highest median"
+          " of the phase), and within rounds divides each round's adaptive run by that capacity's run of the same round.")
+    print("Database busy is the processors the primary's process used, over the same seconds; refused/s the units"
+          " the proxy refused a second (queue timeout, mostly), which did no work and count for nothing.")
+    print()
+    print("Static capacities, units/s over each phase's last half, median of the rounds (lowest-highest):")
+    print()
+    print("| phase | " + " | ".join(statics) + " |")
+    print("|---|" + "---:|" * len(statics))
+    for p, name in PHASES:
+        cells = []
+        for c in statics:
+            rates = [f["rate"] for f in got[(c, name)].values()]
+            spread = f" ({min(rates):.0f}-{max(rates):.0f})" if len(rates) > 1 else ""
+            cells.append(f"{statistics.median(rates):.0f}{spread}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
