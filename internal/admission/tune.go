@@ -95,11 +95,15 @@ const (
 	// clients) read as a stretch over the target however few run, and without this the
 	// capacity would fall to its minimum and the database idle between units. A descent
 	// ends at a move up, or after descentHolds windows in a row without a move down, so
-	// that what it is compared with is of the database's present state.
-	descentStep    = 1.5
-	descentKeep    = 0.85
-	restoreWindows = 15
-	descentHolds   = 5
+	// that what it is compared with is of the database's present state. Each restore
+	// with no descent kept since the last doubles the windows it holds, up to
+	// restoreWindows<<restoreDoublings: where fewer units do not help, a descent tried
+	// every half minute and undone kept the capacity moving by half, for nothing.
+	descentStep      = 1.5
+	descentKeep      = 0.85
+	restoreWindows   = 15
+	restoreDoublings = 3
+	descentHolds     = 5
 )
 
 // Decision is what the adaptive capacity did at the end of a window.
@@ -223,13 +227,15 @@ type tuner struct {
 	// yet, the window after the first move down measures them), anchorStr and anchorRate
 	// those, and belowStr, belowSum and belowN the stretches and rates of the windows
 	// since at a capacity descentStep times under it.
-	// floorCap is the least capacity for floorLeft more windows, after a restore.
+	// floorCap is the least capacity for floorLeft more windows, after a restore;
+	// restores counts the restores since a descent was last kept.
 	descending          bool
 	anchorCap, floorCap time.Duration
 	anchorRate          float64
 	anchorStr, belowStr float64
 	belowSum            float64
 	belowN, floorLeft   int
+	restores            int
 	holds               int // windows in a row that held during the descent
 	state               AutoState
 }
@@ -512,10 +518,12 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, str
 		if m >= descentKeep*u.anchorRate && ms*deadBand <= u.anchorStr {
 			// The queue in the database shrank, and no work was lost: go on from here.
 			u.anchorCap, u.anchorRate, u.anchorStr, u.belowSum, u.belowStr, u.belowN = capacity, m, ms, 0, 0, 0
+			u.restores = 0
 			break
 		}
 		next, d = u.anchorCap, DecisionRestore
-		u.floorCap, u.floorLeft, u.descending = u.anchorCap, restoreWindows, false
+		u.floorCap, u.floorLeft, u.descending = u.anchorCap, restoreWindows<<min(u.restores, restoreDoublings), false
+		u.restores++
 	}
 	if u.floorLeft > 0 && next < u.floorCap && stretch <= soloOff*a.Stretch {
 		next = u.floorCap

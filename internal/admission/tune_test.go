@@ -416,3 +416,34 @@ func TestAutoCapacityKeepsTheWorkOfADescent(t *testing.T) {
 	require.GreaterOrEqual(t, low, 20*time.Millisecond, "lowest capacity")
 	require.NotZero(t, s.Auto.Decided[DecisionRestore], "restores")
 }
+
+// TestAutoCapacityRestoresHoldLonger: each descent undone with none kept since holds the
+// capacity where it was back twice as long as the one before, up to eight times; a kept
+// descent starts over.
+func TestAutoCapacityRestoresHoldLonger(t *testing.T) {
+	a := AutoConfig{Stretch: 2.5}
+	u := &tuner{}
+	ms := time.Millisecond
+	// descend runs a descent from 80 ms to 50 ms in which the stretch stays at 4, or falls
+	// to 2 when kept, and returns the last window's decision.
+	descend := func(kept bool) Decision {
+		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, a) // the descent begins
+		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, a) // measured at 80 ms
+		below := 4.0
+		if kept {
+			below = 2
+		}
+		u.judgeDescent(50*ms, 40*ms, DecisionDown, 100, below, a)
+		_, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, 100, below, a)
+		u.descending = false // as a move up ends it
+		return d
+	}
+	for _, want := range []int{15, 30, 60, 120, 120} {
+		require.Equal(t, DecisionRestore, descend(false))
+		require.Equal(t, want, u.floorLeft)
+		u.floorLeft = 0
+	}
+	require.Equal(t, DecisionDown, descend(true))
+	require.Equal(t, DecisionRestore, descend(false))
+	require.Equal(t, 15, u.floorLeft, "a kept descent starts over")
+}
