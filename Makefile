@@ -63,8 +63,8 @@ bench-multiplex: build ## 2000 clients with 1s think time through gatekeeper poo
 bench-saturation: build ## 128 table scans and 4 SELECT 1 loops direct and through gatekeeper (admission off, off under nice -10, on), medians of 2 rounds (about 8 minutes); writes bench/results/saturation/
 	GATEKEEPER=$(BIN) bench/saturation.sh
 
-bench-stepchange: build ## The database's processor quota halved and restored under the bookstore: capacity auto against static ones (root, about 12 minutes); writes bench/results/stepchange/
-	GATEKEEPER=$(BIN) bench/stepchange.sh
+bench-stepchange: build ## The database's processor quota halved and restored under the bookstore, the database on processor 0: capacity auto against static ones (root, about 21 minutes); writes bench/results/stepchange/
+	GATEKEEPER=$(BIN) bench/stepchange.sh --db-cpus 0 --client-cpus 1-$$(($$(nproc) - 1))
 
 sim: ## The admission simulator: the real controller in front of a model database; writes bench/results/sim/
 	$(GO) run ./bench/cmd/sim -out bench/results/sim
