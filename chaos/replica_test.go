@@ -88,6 +88,16 @@ func TestReplicaKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The clients read from the replicas at once, and a replica less than routing.max_lag
+	// behind takes reads: wait until both have the table, or a busy machine's replication,
+	// still between the DROP and the INSERT, answers them that it does not exist.
+	for _, r := range env.Replicas {
+		replica := openDB(t, "tcp", r, "")
+		waitFor(t, 10*time.Second, "the table on replica "+r, func() bool {
+			var n int
+			return replica.QueryRow("SELECT COUNT(*) FROM chaos_replica").Scan(&n) == nil && n == 1000
+		})
+	}
 	g := startGatekeeper(t, config.ModePooled, map[string]string{
 		"backends.replicas":      strings.Join(env.Replicas, ","),
 		"monitor.user":           env.User,
