@@ -141,3 +141,21 @@ bundle_server() {
 	echo "$0: the bundle's MariaDB ($name) did not start on port $port; its log is above" >&2
 	exit 1
 }
+
+# cpu_ticks PID prints the processor time of a process in clock ticks (CLK_TCK a second),
+# from /proc/PID/stat: user and system (two numbers) of the process (all its threads) and of
+# its live descendants, each with that of the children they have waited for.
+CLK_TCK=$(getconf CLK_TCK)
+cpu_ticks() {
+	local pid user=0 sys=0 u s
+	for pid in $1 $(descendants "$1"); do
+		read -r u s < <(awk '{sub(/^.*\) /, ""); print $12 + $14, $13 + $15}' "/proc/$pid/stat" 2>/dev/null) || continue
+		user=$((user + u)) sys=$((sys + s))
+	done
+	echo "$user $sys"
+}
+descendants() {
+	local c
+	# shellcheck disable=SC2013 # the file is a list of PIDs separated by spaces
+	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do echo "$c"; descendants "$c"; done
+}

@@ -380,24 +380,6 @@ sb() { # sb WORKLOAD PORT THREADS SECONDS prepare|run|cleanup
 		--report-interval=0 --db-ps-mode="$PS_MODE" --skip-trx="$SKIP_TRX" "$5"
 }
 
-# Processor time of a proxy in clock ticks, from /proc/PID/stat: user and system (two
-# numbers) of the process (all its threads) and of its live descendants, each with that of
-# the children they have waited for.
-CLK_TCK=$(getconf CLK_TCK)
-cpu_ticks() {
-	local pid user=0 sys=0 u s
-	for pid in $1 $(descendants "$1"); do
-		read -r u s < <(awk '{sub(/^.*\) /, ""); print $12 + $14, $13 + $15}' "/proc/$pid/stat" 2>/dev/null) || continue
-		user=$((user + u)) sys=$((sys + s))
-	done
-	echo "$user $sys"
-}
-descendants() {
-	local c
-	# shellcheck disable=SC2013 # the file is a list of PIDs separated by spaces
-	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do echo "$c"; descendants "$c"; done
-}
-
 # measure WORKLOAD TARGET THREADS runs sysbench on TARGET and sets OUTPUT, and CPU_US,
 # USER_US and SYS_US to the proxy's processor time per query in µs, all of it, user and
 # system (empty for direct); returns sysbench's status.

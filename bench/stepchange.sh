@@ -221,9 +221,8 @@ start_proxy() {
 }
 
 # db_cpu prints the processor seconds the primary has used so far.
-TICK=$(getconf CLK_TCK)
 db_cpu() {
-	awk -v tick="$TICK" '{sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / tick}' "/proc/$DB_PID/stat"
+	cpu_ticks "$DB_PID" | awk -v tick="$CLK_TCK" '{printf "%.2f", ($1 + $2) / tick}'
 }
 
 # sample prints the time, the capacity in seconds, the units completed so far, the units
