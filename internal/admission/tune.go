@@ -503,7 +503,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, str
 		// A solo check's window does less work whatever the capacity, a stall's or a
 		// sparse one's tells nothing: neither is compared.
 	case u.anchorCap == 0:
-		u.anchorCap, u.anchorRate, u.anchorStr, u.belowSum, u.belowStr, u.belowN = capacity, rate, stretch, 0, 0, 0
+		u.anchor(capacity, rate, stretch)
 	case capacity == u.anchorCap:
 		// Held there: the present's figures, less noisy.
 		u.anchorRate, u.anchorStr = (u.anchorRate+rate)/2, (u.anchorStr+stretch)/2
@@ -517,7 +517,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, str
 		m, ms := u.belowSum/float64(u.belowN), u.belowStr/float64(u.belowN)
 		if m >= descentKeep*u.anchorRate && ms*deadBand <= u.anchorStr {
 			// The queue in the database shrank, and no work was lost: go on from here.
-			u.anchorCap, u.anchorRate, u.anchorStr, u.belowSum, u.belowStr, u.belowN = capacity, m, ms, 0, 0, 0
+			u.anchor(capacity, m, ms)
 			u.restores = 0
 			break
 		}
@@ -532,6 +532,11 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, str
 		}
 	}
 	return next, d
+}
+
+// anchor measures a descent from capacity on: rate and stretch are its figures there.
+func (u *tuner) anchor(capacity time.Duration, rate, stretch float64) {
+	u.anchorCap, u.anchorRate, u.anchorStr, u.belowSum, u.belowStr, u.belowN = capacity, rate, stretch, 0, 0, 0
 }
 
 // grow is c larger by step (at least a millisecond).
