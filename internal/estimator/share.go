@@ -2,6 +2,7 @@ package estimator
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,26 +19,39 @@ import (
 // charged less than their busy time while many run; the capacity is calibrated in the same
 // measure, so what matters is that a type's cost no longer depends on the concurrency.
 //
-// Start and Stop take one short lock; the clock is shared by every session of a backend.
+// With cpus 0, Start and Stop only read the time; otherwise they take one short lock, the
+// clock being shared by every session of a backend. A request running when cpus changes
+// from 0 is charged its busy time and is not counted among those sharing.
 type Share struct {
-	mu    sync.Mutex
-	cpus  int64
+	// cpus is read without the lock, so that with 0 nothing is written per request.
+	cpus  atomic.Int64
 	epoch time.Time
+	mu    sync.Mutex
 	last  time.Duration // when n or the clock last changed, since epoch
 	clock time.Duration // the work clock at last
-	n     int64         // requests running
+	n     int64         // requests running and counted
+}
+
+// A Reading is where a request started, for Stop.
+type Reading struct {
+	at time.Duration
+	// counted says the request runs on the work clock; otherwise at is its start since the
+	// epoch, and its work is its busy time.
+	counted bool
 }
 
 // NewShare returns a work clock for a backend with cpus processors; 0 charges busy time.
 func NewShare(cpus int, now time.Time) *Share {
-	return &Share{cpus: int64(max(cpus, 0)), epoch: now}
+	s := &Share{epoch: now}
+	s.cpus.Store(int64(max(cpus, 0)))
+	return s
 }
 
 // SetCPUs changes the processors the clock shares out from now on; 0 charges busy time.
 func (s *Share) SetCPUs(cpus int, now time.Time) {
 	s.mu.Lock()
 	s.advance(now)
-	s.cpus = int64(max(cpus, 0))
+	s.cpus.Store(int64(max(cpus, 0)))
 	s.mu.Unlock()
 }
 
@@ -49,29 +63,35 @@ func (s *Share) advance(now time.Time) {
 		return
 	}
 	s.last = t
-	if s.cpus > 0 && s.n > s.cpus {
-		dt = time.Duration(int64(dt) * s.cpus / s.n)
+	if cpus := s.cpus.Load(); cpus > 0 && s.n > cpus {
+		dt = time.Duration(int64(dt) * cpus / s.n)
 	}
 	s.clock += dt
 }
 
-// Start records that a request starts running at now and returns the clock reading to give
-// to Stop.
-func (s *Share) Start(now time.Time) time.Duration {
+// Start records that a request starts running at now and returns the reading to give to
+// Stop.
+func (s *Share) Start(now time.Time) Reading {
+	if s.cpus.Load() == 0 {
+		return Reading{at: now.Sub(s.epoch)}
+	}
 	s.mu.Lock()
 	s.advance(now)
 	s.n++
 	c := s.clock
 	s.mu.Unlock()
-	return c
+	return Reading{at: c, counted: true}
 }
 
 // Stop records that the request started at reading start ends at now, and returns its work.
-func (s *Share) Stop(now time.Time, start time.Duration) time.Duration {
+func (s *Share) Stop(now time.Time, start Reading) time.Duration {
+	if !start.counted {
+		return now.Sub(s.epoch) - start.at
+	}
 	s.mu.Lock()
 	s.advance(now)
 	s.n--
 	c := s.clock
 	s.mu.Unlock()
-	return c - start
+	return c - start.at
 }

@@ -43,12 +43,18 @@ func TestShareCPUsChangeOnlyWhatFollows(t *testing.T) {
 	ms := func(n int) time.Time { return time.Unix(1000, 0).Add(time.Duration(n) * time.Millisecond) }
 	s := NewShare(0, ms(0))
 	a := s.Start(ms(0))
-	for range 3 {
-		s.Start(ms(0)) // they stay running
-	}
-	// Busy time for the first 10 ms, then four on one processor: a quarter each.
+	// From 10 ms, one processor; a was running and keeps its busy time.
 	s.SetCPUs(1, ms(10))
-	require.Equal(t, 12500*time.Microsecond, s.Stop(ms(20), a))
+	b, c := s.Start(ms(10)), s.Start(ms(10))
+	require.Equal(t, 20*time.Millisecond, s.Stop(ms(20), a))
+	// b and c share the processor from 10 to 30 ms: half each.
+	require.Equal(t, 10*time.Millisecond, s.Stop(ms(30), b))
+	// Back to busy time at 30 ms: c, counted, ends on the clock, which keeps real time
+	// from there; what starts now is charged its busy time.
+	s.SetCPUs(0, ms(30))
+	d := s.Start(ms(30))
+	require.Equal(t, 20*time.Millisecond, s.Stop(ms(40), c))
+	require.Equal(t, 10*time.Millisecond, s.Stop(ms(40), d))
 }
 
 func TestShareIsSafeForConcurrentUse(t *testing.T) {
