@@ -172,6 +172,8 @@ type session struct {
 	// sampleBuf is where a transaction type's sample is put together.
 	sampleBuf []byte
 
+	// hot is the stripe of the per-command metrics the session adds to.
+	hot *hotStripe
 	// Bytes already added to the metrics.
 	countedIn, countedOut uint64
 
@@ -226,6 +228,7 @@ func newSession(c collaborators, id uint64, conn net.Conn) *session {
 		loginDeadline: time.Now().Add(c.cfg.Client.HandshakeTimeout),
 		stmts:         map[uint32]statement{},
 		cls:           classify.New(),
+		hot:           c.metrics.hot.stripe(id),
 	}
 }
 
@@ -390,7 +393,7 @@ func (s *session) close() {
 func (s *session) dispatch() bool {
 	cmd := s.cmd.Byte()
 	m := s.metrics
-	m.commands[cmd].Inc()
+	s.hot.commands[cmd].Add(1)
 	if protocol.ShapeOf(cmd) == protocol.ShapeUnsupported {
 		if !s.cmd.Complete() {
 			s.protocolError("unsupported_command", errUnsupportedCommand(cmd))
@@ -470,7 +473,7 @@ func (s *session) dispatch() bool {
 		m.errorSent(originServer, s.res.Err.Code)
 	}
 	if protocol.ShapeOf(cmd) != protocol.ShapeNone {
-		m.statementSeconds[cmd].Observe(elapsed.Seconds())
+		s.hot.statement[m.hot.timedSeries[cmd]].observe(elapsed)
 		if s.res.Err == nil {
 			s.typeStatement(cmd, work, elapsed)
 		}
@@ -514,13 +517,12 @@ func (s *session) beginUnit() error {
 
 // endUnit closes the open unit and gives its backend connection back.
 func (s *session) endUnit() {
-	m := s.metrics
+	kind := unitStatement
 	if s.unit.txn {
-		m.transactions.Inc()
-	} else {
-		m.statements.Inc()
+		kind = unitTransaction
 	}
-	m.unitBusySeconds.Observe(s.unit.busy.Seconds())
+	s.hot.units[kind].Add(1)
+	s.hot.unitBusy.observe(s.unit.busy)
 	s.recordUnit()
 	s.releaseUnit()
 	s.endUnitQuietly()
@@ -608,13 +610,12 @@ func (s *session) protocolError(reason string, err error) {
 
 // countBytes adds the bytes relayed since the last call to the metrics.
 func (s *session) countBytes() {
-	m := s.metrics
 	if in := s.client.BytesRead; in > s.countedIn {
-		m.clientBytesIn.Add(float64(in - s.countedIn))
+		s.hot.bytesIn.Add(in - s.countedIn)
 		s.countedIn = in
 	}
 	if out := s.client.BytesWritten; out > s.countedOut {
-		m.clientBytesOut.Add(float64(out - s.countedOut))
+		s.hot.bytesOut.Add(out - s.countedOut)
 		s.countedOut = out
 	}
 }
