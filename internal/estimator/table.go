@@ -205,8 +205,13 @@ func (t *Table) Record(key Key, sample []byte, cost time.Duration) {
 // busy: the two differ when the cost is a processor share. The busy times make the type's
 // expected service time ([Table.Expect]). Negative durations count as zero.
 func (t *Table) RecordBusy(key Key, sample []byte, cost, busy time.Duration) {
+	t.RecordBusyAt(t.clock.Now(), key, sample, cost, busy)
+}
+
+// RecordBusyAt is [Table.RecordBusy] at now, a reading of the table's clock that the
+// caller has at hand: of the system clock, unless [Config] gave another.
+func (t *Table) RecordBusyAt(now time.Time, key Key, sample []byte, cost, busy time.Duration) {
 	s := t.cfg.Load()
-	now := t.clock.Now()
 	tick := s.tick(now)
 	x := sampleNS{cost: uint64(max(cost, 0)), busy: uint64(max(busy, 0))}
 	if e := t.lookup(key); e != nil {

@@ -422,8 +422,8 @@ func (s *session) dispatch() bool {
 			return keep
 		}
 	}
+	start := time.Now()
 	if !s.unit.open {
-		start := time.Now()
 		if err := s.beginUnit(); err != nil {
 			s.releaseUnit()
 			if s.pl == nil || !s.cmd.Complete() {
@@ -444,9 +444,11 @@ func (s *session) dispatch() bool {
 			}
 			return keep
 		}
+		// The wait for a pooled connection, and a statement prepared again on it, are not
+		// the backend's time for this command.
+		start = time.Now()
 	}
 	written := s.client.Written()
-	start := time.Now()
 	clock := s.rec.share.Start(start)
 	err := s.client.ForwardCommand(&s.cmd, s.backend)
 	if err == nil {
@@ -475,7 +477,7 @@ func (s *session) dispatch() bool {
 	if protocol.ShapeOf(cmd) != protocol.ShapeNone {
 		s.hot.statement[m.hot.timedSeries[cmd]].observe(elapsed)
 		if s.res.Err == nil {
-			s.typeStatement(cmd, work, elapsed)
+			s.typeStatement(cmd, work, elapsed, end)
 		}
 	}
 	s.unit.busy += elapsed

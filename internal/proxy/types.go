@@ -126,13 +126,13 @@ func (s *session) rememberPrepared(id uint32) {
 // typeStatement accounts for a statement that cost the backend cost and kept it busy for
 // busy: under the digest key it is recorded at once; under every key but the identity ones
 // it may give the unit its type (under the digest key, that of a transaction).
-func (s *session) typeStatement(cmd byte, cost, busy time.Duration) {
+func (s *session) typeStatement(cmd byte, cost, busy time.Duration, end time.Time) {
 	if s.rec.costs == nil || !s.stmt.valid || cmd == mysql.COM_STMT_PREPARE {
 		return
 	}
 	st := &s.stmt
 	if s.rec.typeKey == keyDigest {
-		s.rec.costs.RecordBusy(estimator.Key(st.hash), st.digest, cost, busy)
+		s.rec.costs.RecordBusyAt(end, estimator.Key(st.hash), st.digest, cost, busy)
 	}
 	u := &s.unit.typ
 	first := !u.typed
