@@ -254,7 +254,7 @@ func (s *session) admit() (admitted, keep bool) {
 		err = ctl.Wait(s.ctx, &s.ticket)
 	}
 	waited := time.Since(start)
-	m.admissionWait.Observe(waited.Seconds())
+	s.hot.waits.observe(waited)
 	if err != nil {
 		m.refused(err)
 		where := "the database"

@@ -11,8 +11,7 @@ import (
 // admissionMetrics are what the sessions observe of admission; the controller's own state
 // is read at scrape time by admissionCollector.
 type admissionMetrics struct {
-	admissionWait prometheus.Observer
-	refusedBy     map[error]prometheus.Counter
+	refusedBy map[error]prometheus.Counter
 }
 
 // refusalReasons label gatekeeper_admission_refused_total.
@@ -25,23 +24,17 @@ var refusalReasons = map[error]string{
 }
 
 func (m *metrics) registerAdmission(reg prometheus.Registerer, ctl *admission.Controller, policers func() *admission.Policers) {
-	wait := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "gatekeeper_admission_wait_seconds",
-		Help:    "Time units waited for admission (0 for those admitted at once), refused ones included.",
-		Buckets: append([]float64{0}, latencyBuckets...),
-	})
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gatekeeper_admission_refused_total",
 		Help: "Units not admitted, by reason: queue_full, timeout, canceled (client gone), new_session, blocking_queue_full, policer.",
 	}, []string{"reason"})
-	m.admissionWait = wait
 	m.refusedBy = map[error]prometheus.Counter{}
 	for err, reason := range refusalReasons {
 		m.refusedBy[err] = refused.WithLabelValues(reason)
 	}
 	refused.WithLabelValues("policer")
 	m.refusedVec = refused
-	reg.MustRegister(wait, refused, &admissionCollector{ctl: ctl, policers: policers})
+	reg.MustRegister(refused, &admissionCollector{ctl: ctl, policers: policers})
 }
 
 // refused counts a refusal by its reason.

@@ -1,7 +1,7 @@
 package proxy
 
 import (
-	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,14 +12,17 @@ import (
 )
 
 // hotMetrics are the series every relayed command adds to: commands, statement latency,
-// units, bytes and the classifier's verdicts. A Prometheus counter or histogram is one
+// units, bytes, the classifier's verdicts and the wait for admission. A Prometheus counter or histogram is one
 // set of words that every processor writes, so on a busy many-core host each command
 // waited for those cache lines to come over from the processor that wrote them last.
-// Here every session adds to one of several stripes, chosen by its id, and a scrape sums
-// the stripes: sessions on different processors seldom share a stripe, and the adds stay
-// local.
+// Here every session counts in its own sessionCounts, which only its goroutine writes; a
+// scrape sums the live sessions' counts and those of the sessions that ended.
 type hotMetrics struct {
-	stripes []hotStripe
+	mu sync.Mutex
+	// live are the counts of the sessions running; ended adds up those of the sessions
+	// that ended.
+	live  map[*sessionCounts]struct{}
+	ended sessionCounts
 
 	commands   *prometheus.Desc
 	statements *prometheus.Desc
@@ -29,32 +32,44 @@ type hotMetrics struct {
 	bytesOut   *prometheus.Desc
 	classified *prometheus.Desc
 	unsure     *prometheus.Desc
+	waits      *prometheus.Desc
 
-	// commandNames are the label of each command byte's series; unknown bytes share one.
-	commandNames [256]string
+	// commandSlot maps a command byte to its slot in sessionCounts.commands: 1 + its
+	// index in protocol.Commands, 0 (unknown) for the rest; slotNames are the labels.
+	commandSlot [256]uint8
+	slotNames   []string
 	// timedSeries maps a command byte to its series of the statement histogram: 1 + its
 	// index in timedCommands, 0 (other) for the rest.
 	timedSeries [256]uint8
 }
 
-// hotStripe is one stripe of the hot counters. Every field only grows, by atomic adds.
-type hotStripe struct {
-	commands   [256]atomic.Uint64
+// maxCommandSlots bounds the commands counted apart, unknown included.
+const maxCommandSlots = 48
+
+// sessionCounts are one session's counts. Only the session's goroutine adds to them, so
+// an add is a load and a store; they are atomic for the scrapes that read them.
+type sessionCounts struct {
+	commands   [maxCommandSlots]count
 	statement  [len(timedCommands) + 1]durations
 	unitBusy   durations
-	units      [2]atomic.Uint64 // autocommit statements, transactions
-	bytesIn    atomic.Uint64
-	bytesOut   atomic.Uint64
-	classified [classify.NumKinds]atomic.Uint64
-	unsure     atomic.Uint64
-	_          [64]byte // the next stripe's first words on a line of their own
+	units      [2]count // autocommit statements, transactions
+	bytesIn    count
+	bytesOut   count
+	classified [classify.NumKinds]count
+	unsure     count
+	waits      waits
 }
+
+// count is a counter with one writer.
+type count struct{ atomic.Uint64 }
+
+func (c *count) add(n uint64) { c.Store(c.Load() + n) }
 
 // durations is a latency histogram's counts: one per bucket of latencyBuckets and one
 // past the last, and the sum in nanoseconds.
 type durations struct {
-	counts [numLatencyBuckets + 1]atomic.Uint64
-	sumNS  atomic.Uint64
+	counts [numLatencyBuckets + 1]count
+	sumNS  count
 }
 
 const numLatencyBuckets = 17
@@ -77,24 +92,39 @@ func (h *durations) observe(d time.Duration) {
 	for i < numLatencyBuckets && d > latencyBounds[i] {
 		i++
 	}
-	h.counts[i].Add(1)
-	h.sumNS.Add(uint64(d))
+	h.counts[i].add(1)
+	h.sumNS.add(uint64(d))
 }
 
-// Unit kinds, the index in hotStripe.units.
+// waits is a histogram of the waits for admission: durations, with a bucket of its own
+// for those of zero or less.
+type waits struct {
+	zero count
+	durations
+}
+
+func (w *waits) observe(d time.Duration) {
+	if d <= 0 {
+		w.zero.add(1)
+		return
+	}
+	w.durations.observe(d)
+}
+
+func (w *waits) addFrom(o *waits) {
+	w.zero.add(o.zero.Load())
+	w.durations.addFrom(&o.durations)
+}
+
+// Unit kinds, the index in sessionCounts.units.
 const (
 	unitStatement = iota
 	unitTransaction
 )
 
 func newHotMetrics() *hotMetrics {
-	// Enough stripes that the sessions on different processors seldom meet on one.
-	n := 4
-	for n < 4*runtime.GOMAXPROCS(0) && n < 256 {
-		n *= 2
-	}
 	h := &hotMetrics{
-		stripes: make([]hotStripe, n),
+		live: map[*sessionCounts]struct{}{},
 		commands: prometheus.NewDesc("gatekeeper_client_commands_total",
 			"Commands received from clients, by command.", []string{"command"}, nil),
 		statements: prometheus.NewDesc("gatekeeper_statement_duration_seconds",
@@ -112,12 +142,16 @@ func newHotMetrics() *hotMetrics {
 			"Statements (COM_QUERY and COM_STMT_PREPARE) classified, by kind.", []string{"kind"}, nil),
 		unsure: prometheus.NewDesc("gatekeeper_statements_unsure_total",
 			"Statements the classifier could not read with confidence, treated as writes to unknown tables.", nil, nil),
-	}
-	for i := range h.commandNames {
-		h.commandNames[i] = "unknown"
+		waits: prometheus.NewDesc("gatekeeper_admission_wait_seconds",
+			"Time units waited for admission (0 for those admitted at once), refused ones included.", nil, nil),
+		slotNames: []string{"unknown"},
 	}
 	for _, c := range protocol.Commands() {
-		h.commandNames[c] = protocol.CommandName(c)
+		if len(h.slotNames) == maxCommandSlots {
+			panic("proxy: more commands than maxCommandSlots")
+		}
+		h.commandSlot[c] = uint8(len(h.slotNames))
+		h.slotNames = append(h.slotNames, protocol.CommandName(c))
 	}
 	for i, c := range timedCommands {
 		h.timedSeries[c] = uint8(i + 1)
@@ -125,90 +159,117 @@ func newHotMetrics() *hotMetrics {
 	return h
 }
 
-// stripe is the stripe of the session with id.
-func (h *hotMetrics) stripe(id uint64) *hotStripe {
-	return &h.stripes[id%uint64(len(h.stripes))]
+// open gives a session its counts.
+func (h *hotMetrics) open() *sessionCounts {
+	c := &sessionCounts{}
+	h.mu.Lock()
+	h.live[c] = struct{}{}
+	h.mu.Unlock()
+	return c
+}
+
+// close adds the counts of a session that ended to those of the others that did.
+func (h *hotMetrics) close(c *sessionCounts) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.live, c)
+	h.ended.addFrom(c)
+}
+
+// command counts a command of byte cmd.
+func (h *hotMetrics) command(c *sessionCounts, cmd byte) {
+	c.commands[h.commandSlot[cmd]].add(1)
+}
+
+// statement is the latency histogram of command byte cmd.
+func (h *hotMetrics) statement(c *sessionCounts, cmd byte) *durations {
+	return &c.statement[h.timedSeries[cmd]]
+}
+
+// addFrom adds o's counts to c's. Only for the ended sessions' counts, under hotMetrics.mu.
+func (c *sessionCounts) addFrom(o *sessionCounts) {
+	for i := range c.commands {
+		c.commands[i].add(o.commands[i].Load())
+	}
+	for i := range c.statement {
+		c.statement[i].addFrom(&o.statement[i])
+	}
+	c.unitBusy.addFrom(&o.unitBusy)
+	for i := range c.units {
+		c.units[i].add(o.units[i].Load())
+	}
+	c.bytesIn.add(o.bytesIn.Load())
+	c.bytesOut.add(o.bytesOut.Load())
+	for i := range c.classified {
+		c.classified[i].add(o.classified[i].Load())
+	}
+	c.unsure.add(o.unsure.Load())
+	c.waits.addFrom(&o.waits)
+}
+
+func (d *durations) addFrom(o *durations) {
+	for i := range d.counts {
+		d.counts[i].add(o.counts[i].Load())
+	}
+	d.sumNS.add(o.sumNS.Load())
 }
 
 // Describe implements prometheus.Collector.
 func (h *hotMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{h.commands, h.statements, h.units, h.unitBusy, h.bytesIn, h.bytesOut, h.classified, h.unsure} {
+	for _, d := range []*prometheus.Desc{h.commands, h.statements, h.units, h.unitBusy, h.bytesIn, h.bytesOut, h.classified, h.unsure, h.waits} {
 		ch <- d
 	}
 }
 
-// Collect implements prometheus.Collector: the stripes summed. Every series is there from
-// the start, at zero.
+// Collect implements prometheus.Collector: the counts of every session, live or ended,
+// summed. Every series is there from the start, at zero.
 func (h *hotMetrics) Collect(ch chan<- prometheus.Metric) {
-	var commands [256]uint64
-	var statement [len(timedCommands) + 1]durationSums
-	var unitBusy durationSums
-	var units [2]uint64
-	var in, out, unsure uint64
-	var classified [classify.NumKinds]uint64
-	for i := range h.stripes {
-		s := &h.stripes[i]
-		for c := range commands {
-			commands[c] += s.commands[c].Load()
-		}
-		for j := range statement {
-			statement[j].add(&s.statement[j])
-		}
-		unitBusy.add(&s.unitBusy)
-		for k := range units {
-			units[k] += s.units[k].Load()
-		}
-		in += s.bytesIn.Load()
-		out += s.bytesOut.Load()
-		for k := range classified {
-			classified[k] += s.classified[k].Load()
-		}
-		unsure += s.unsure.Load()
+	var sum sessionCounts
+	h.mu.Lock()
+	sum.addFrom(&h.ended)
+	for c := range h.live {
+		sum.addFrom(c)
 	}
-	byName := map[string]uint64{}
-	for c, n := range commands {
-		byName[h.commandNames[c]] += n
+	h.mu.Unlock()
+
+	for i, name := range h.slotNames {
+		ch <- prometheus.MustNewConstMetric(h.commands, prometheus.CounterValue, float64(sum.commands[i].Load()), name)
 	}
-	for name, n := range byName {
-		ch <- prometheus.MustNewConstMetric(h.commands, prometheus.CounterValue, float64(n), name)
-	}
-	ch <- statement[0].metric(h.statements, "other")
+	ch <- sum.statement[0].metric(h.statements, "other")
 	for i, c := range timedCommands {
-		ch <- statement[i+1].metric(h.statements, protocol.CommandName(c))
+		ch <- sum.statement[i+1].metric(h.statements, protocol.CommandName(c))
 	}
-	ch <- prometheus.MustNewConstMetric(h.units, prometheus.CounterValue, float64(units[unitStatement]), "statement")
-	ch <- prometheus.MustNewConstMetric(h.units, prometheus.CounterValue, float64(units[unitTransaction]), "transaction")
-	ch <- unitBusy.metric(h.unitBusy)
-	ch <- prometheus.MustNewConstMetric(h.bytesIn, prometheus.CounterValue, float64(in))
-	ch <- prometheus.MustNewConstMetric(h.bytesOut, prometheus.CounterValue, float64(out))
+	ch <- prometheus.MustNewConstMetric(h.units, prometheus.CounterValue, float64(sum.units[unitStatement].Load()), "statement")
+	ch <- prometheus.MustNewConstMetric(h.units, prometheus.CounterValue, float64(sum.units[unitTransaction].Load()), "transaction")
+	ch <- sum.unitBusy.metric(h.unitBusy)
+	ch <- prometheus.MustNewConstMetric(h.bytesIn, prometheus.CounterValue, float64(sum.bytesIn.Load()))
+	ch <- prometheus.MustNewConstMetric(h.bytesOut, prometheus.CounterValue, float64(sum.bytesOut.Load()))
 	for k := range classify.NumKinds {
-		ch <- prometheus.MustNewConstMetric(h.classified, prometheus.CounterValue, float64(classified[k]), k.String())
+		ch <- prometheus.MustNewConstMetric(h.classified, prometheus.CounterValue, float64(sum.classified[k].Load()), k.String())
 	}
-	ch <- prometheus.MustNewConstMetric(h.unsure, prometheus.CounterValue, float64(unsure))
-}
-
-// durationSums is a histogram's stripes summed.
-type durationSums struct {
-	counts [numLatencyBuckets + 1]uint64
-	sumNS  uint64
-}
-
-func (d *durationSums) add(h *durations) {
-	for i := range d.counts {
-		d.counts[i] += h.counts[i].Load()
-	}
-	d.sumNS += h.sumNS.Load()
+	ch <- prometheus.MustNewConstMetric(h.unsure, prometheus.CounterValue, float64(sum.unsure.Load()))
+	ch <- sum.waits.metric(h.waits)
 }
 
 // metric is the histogram with cumulative buckets. Its count is the buckets' total, so
 // that a scrape during an observation still sees a consistent histogram.
-func (d *durationSums) metric(desc *prometheus.Desc, labels ...string) prometheus.Metric {
-	buckets := make(map[float64]uint64, numLatencyBuckets)
-	var n uint64
+func (d *durations) metric(desc *prometheus.Desc, labels ...string) prometheus.Metric {
+	return d.metricFrom(desc, 0, map[float64]uint64{}, labels)
+}
+
+// metricFrom is metric with n counted below the first bucket already, and buckets holding
+// those below it.
+func (d *durations) metricFrom(desc *prometheus.Desc, n uint64, buckets map[float64]uint64, labels []string) prometheus.Metric {
 	for i, bound := range latencyBuckets {
-		n += d.counts[i]
+		n += d.counts[i].Load()
 		buckets[bound] = n
 	}
-	n += d.counts[numLatencyBuckets]
-	return prometheus.MustNewConstHistogram(desc, n, time.Duration(d.sumNS).Seconds(), buckets, labels...)
+	n += d.counts[numLatencyBuckets].Load()
+	return prometheus.MustNewConstHistogram(desc, n, time.Duration(d.sumNS.Load()).Seconds(), buckets, labels...)
+}
+
+// metric is the histogram with cumulative buckets, the first at 0.
+func (w *waits) metric(desc *prometheus.Desc) prometheus.Metric {
+	n := w.zero.Load()
+	return w.durations.metricFrom(desc, n, map[float64]uint64{0: n}, nil)
 }

@@ -13,37 +13,53 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 )
 
-// The striped histogram shows what a Prometheus histogram fed the same durations shows.
-func TestHotHistogramMatchesPrometheus(t *testing.T) {
+// The sessions' histograms show what Prometheus histograms fed the same durations show,
+// the wait for admission with its bucket at 0.
+func TestHotHistogramsMatchPrometheus(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)
-	ref := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ref", Buckets: latencyBuckets})
+	busy := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "busy", Buckets: latencyBuckets})
+	wait := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wait", Buckets: append([]float64{0}, latencyBuckets...)})
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sum time.Duration
+	counts := []*sessionCounts{m.hot.open(), m.hot.open(), m.hot.open()}
 	for i := range 5000 {
-		// From a microsecond to a minute, bounds included.
+		// From zero to a minute, bounds included.
 		d := time.Duration(float64(time.Microsecond) * float64(int64(1)<<rng.IntN(26)) * rng.Float64())
 		if i < len(latencyBuckets) {
 			d = time.Duration(latencyBuckets[i] * float64(time.Second))
 		}
+		if i%50 == 0 {
+			d = 0
+		}
 		sum += d
-		m.hot.stripe(uint64(i)).unitBusy.observe(d)
-		ref.Observe(d.Seconds())
+		c := counts[i%len(counts)]
+		c.unitBusy.observe(d)
+		c.waits.observe(d)
+		busy.Observe(d.Seconds())
+		wait.Observe(d.Seconds())
+		if i == 4000 {
+			m.hot.close(counts[0]) // ended sessions count on
+			counts = counts[1:]
+		}
 	}
-	var want dto.Metric
-	require.NoError(t, ref.Write(&want))
-	got := family(t, reg, "gatekeeper_unit_busy_seconds").Metric[0].Histogram
-	require.Equal(t, want.Histogram.GetSampleCount(), got.GetSampleCount())
-	require.InDelta(t, sum.Seconds(), got.GetSampleSum(), 1e-9)
-	require.Len(t, got.Bucket, len(want.Histogram.Bucket))
-	for i, b := range want.Histogram.Bucket {
-		require.Equal(t, b.GetUpperBound(), got.Bucket[i].GetUpperBound())
-		require.Equal(t, b.GetCumulativeCount(), got.Bucket[i].GetCumulativeCount(), "bucket le=%g", b.GetUpperBound())
+	for name, ref := range map[string]prometheus.Histogram{"gatekeeper_unit_busy_seconds": busy, "gatekeeper_admission_wait_seconds": wait} {
+		var want dto.Metric
+		require.NoError(t, ref.Write(&want))
+		got := family(t, reg, name).Metric[0].Histogram
+		require.Equal(t, want.Histogram.GetSampleCount(), got.GetSampleCount(), name)
+		require.InDelta(t, sum.Seconds(), got.GetSampleSum(), 1e-9, name)
+		require.Len(t, got.Bucket, len(want.Histogram.Bucket), name)
+		for i, b := range want.Histogram.Bucket {
+			require.Equal(t, b.GetUpperBound(), got.Bucket[i].GetUpperBound(), name)
+			require.Equal(t, b.GetCumulativeCount(), got.Bucket[i].GetCumulativeCount(), "%s le=%g", name, b.GetUpperBound())
+		}
 	}
 }
 
-// A scrape sums every stripe, and every series is there from the start.
-func TestHotMetricsSumTheStripes(t *testing.T) {
+// A scrape sums the counts of every session, running or ended, and every series is
+// there from the start.
+func TestHotMetricsSumTheSessions(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)
 	commands := family(t, reg, "gatekeeper_client_commands_total")
@@ -51,22 +67,28 @@ func TestHotMetricsSumTheStripes(t *testing.T) {
 	require.Equal(t, 0.0, value(commands, "command", "unknown"))
 	require.Len(t, family(t, reg, "gatekeeper_statement_duration_seconds").Metric, len(timedCommands)+1)
 
-	for id := range uint64(3 * len(m.hot.stripes)) {
-		s := m.hot.stripe(id)
-		s.commands[mysql.COM_QUERY].Add(1)
-		s.commands[0xee].Add(1) // no such command
-		s.statement[m.hot.timedSeries[mysql.COM_QUERY]].observe(time.Millisecond)
-		s.statement[m.hot.timedSeries[mysql.COM_PING]].observe(time.Millisecond)
-		s.units[unitTransaction].Add(1)
-		s.bytesIn.Add(10)
-		s.bytesOut.Add(100)
-		s.classified[classify.Read].Add(1)
-		s.unsure.Add(1)
+	const sessions = 5
+	for i := range sessions {
+		c := m.hot.open()
+		m.hot.command(c, mysql.COM_QUERY)
+		m.hot.command(c, 0xee) // no such command
+		m.hot.statement(c, mysql.COM_QUERY).observe(time.Millisecond)
+		m.hot.statement(c, mysql.COM_PING).observe(time.Millisecond)
+		c.units[unitTransaction].add(1)
+		c.bytesIn.add(10)
+		c.bytesOut.add(100)
+		c.classified[classify.Read].add(1)
+		c.unsure.add(1)
+		if i%2 == 0 {
+			m.hot.close(c)
+		}
 	}
-	n := float64(3 * len(m.hot.stripes))
+	require.Len(t, m.hot.live, sessions/2)
+	n := float64(sessions)
 	commands = family(t, reg, "gatekeeper_client_commands_total")
 	require.Equal(t, n, value(commands, "command", "query"))
 	require.Equal(t, n, value(commands, "command", "unknown"))
+	require.Equal(t, 0.0, value(commands, "command", "ping"))
 	statements := family(t, reg, "gatekeeper_statement_duration_seconds")
 	for _, name := range []string{"query", "other"} {
 		require.Equal(t, uint64(n), find(statements, "command", name).Histogram.GetSampleCount(), name)

@@ -172,8 +172,8 @@ type session struct {
 	// sampleBuf is where a transaction type's sample is put together.
 	sampleBuf []byte
 
-	// hot is the stripe of the per-command metrics the session adds to.
-	hot *hotStripe
+	// hot are the session's counts of the per-command metrics, from run to close.
+	hot *sessionCounts
 	// Bytes already added to the metrics.
 	countedIn, countedOut uint64
 
@@ -228,11 +228,11 @@ func newSession(c collaborators, id uint64, conn net.Conn) *session {
 		loginDeadline: time.Now().Add(c.cfg.Client.HandshakeTimeout),
 		stmts:         map[uint32]statement{},
 		cls:           classify.New(),
-		hot:           c.metrics.hot.stripe(id),
 	}
 }
 
 func (s *session) run() {
+	s.hot = s.metrics.hot.open()
 	defer s.close()
 	handshake := s.handshake
 	if s.pooling != nil {
@@ -386,6 +386,7 @@ func (s *session) close() {
 	s.adm.watch.forget(s.backendWatch)
 	_ = s.client.Close()
 	s.countBytes()
+	s.metrics.hot.close(s.hot)
 	s.cancel()
 }
 
@@ -393,7 +394,7 @@ func (s *session) close() {
 func (s *session) dispatch() bool {
 	cmd := s.cmd.Byte()
 	m := s.metrics
-	s.hot.commands[cmd].Add(1)
+	m.hot.command(s.hot, cmd)
 	if protocol.ShapeOf(cmd) == protocol.ShapeUnsupported {
 		if !s.cmd.Complete() {
 			s.protocolError("unsupported_command", errUnsupportedCommand(cmd))
@@ -475,7 +476,7 @@ func (s *session) dispatch() bool {
 		m.errorSent(originServer, s.res.Err.Code)
 	}
 	if protocol.ShapeOf(cmd) != protocol.ShapeNone {
-		s.hot.statement[m.hot.timedSeries[cmd]].observe(elapsed)
+		m.hot.statement(s.hot, cmd).observe(elapsed)
 		if s.res.Err == nil {
 			s.typeStatement(cmd, work, elapsed, end)
 		}
@@ -523,7 +524,7 @@ func (s *session) endUnit() {
 	if s.unit.txn {
 		kind = unitTransaction
 	}
-	s.hot.units[kind].Add(1)
+	s.hot.units[kind].add(1)
 	s.hot.unitBusy.observe(s.unit.busy)
 	s.recordUnit()
 	s.releaseUnit()
@@ -613,11 +614,11 @@ func (s *session) protocolError(reason string, err error) {
 // countBytes adds the bytes relayed since the last call to the metrics.
 func (s *session) countBytes() {
 	if in := s.client.BytesRead; in > s.countedIn {
-		s.hot.bytesIn.Add(in - s.countedIn)
+		s.hot.bytesIn.add(in - s.countedIn)
 		s.countedIn = in
 	}
 	if out := s.client.BytesWritten; out > s.countedOut {
-		s.hot.bytesOut.Add(out - s.countedOut)
+		s.hot.bytesOut.add(out - s.countedOut)
 		s.countedOut = out
 	}
 }

@@ -96,9 +96,9 @@ func (s *session) classifyCommand(cmd byte) {
 	switch cmd {
 	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE:
 		r := s.cls.Classify(s.cmd.Text())
-		s.hot.classified[r.Kind].Add(1)
+		s.hot.classified[r.Kind].add(1)
 		if r.Unsure {
-			s.hot.unsure.Add(1)
+			s.hot.unsure.add(1)
 		}
 		s.stmt = statement{valid: true, hash: r.Hash, kind: r.Kind, digest: r.Digest, tag: r.Tag,
 			uses: r.Uses, multi: r.MultiStatement, opaque: r.Unsure || r.MultiStatement || r.Kind == classify.Write && r.UnknownTables,
