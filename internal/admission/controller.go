@@ -277,7 +277,12 @@ func (c *Controller) boundOf(t *Ticket) time.Time {
 // Arrive asks admission for a unit. It never blocks: the unit is Admitted, or waits
 // (Queued or Blocked; see Wait), or is refused (Idle, with the reason as the error).
 func (c *Controller) Arrive(t *Ticket, req Request) (State, error) {
-	now := c.clock.Now()
+	return c.ArriveAt(t, req, c.clock.Now())
+}
+
+// ArriveAt is [Controller.Arrive] at now, a reading of the controller's clock that the
+// caller has at hand.
+func (c *Controller) ArriveAt(t *Ticket, req Request, now time.Time) (State, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
@@ -826,7 +831,12 @@ func (c *Controller) leaveGate(now time.Time) {
 // Release ends an admitted unit that kept the backend busy for busy: its charge is
 // returned and waiting units are admitted into the room.
 func (c *Controller) Release(t *Ticket, busy time.Duration) {
-	now := c.clock.Now()
+	c.ReleaseAt(t, busy, c.clock.Now())
+}
+
+// ReleaseAt is [Controller.Release] at now, a reading of the controller's clock that the
+// caller has at hand.
+func (c *Controller) ReleaseAt(t *Ticket, busy time.Duration, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t.state != Admitted {

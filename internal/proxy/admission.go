@@ -245,7 +245,7 @@ func (s *session) admit() (admitted, keep bool) {
 		req.Unmeasured = !measured // admission charges an unknown type by its own rule
 	}
 	start := time.Now()
-	state, err := ctl.Arrive(&s.ticket, req)
+	state, err := ctl.ArriveAt(&s.ticket, req, start)
 	if err == nil && state != admission.Admitted {
 		if !s.watched { // a client that hangs up ends its session's context
 			s.watched = true
@@ -292,7 +292,14 @@ func (s *session) accepted() bool {
 // releaseUnit gives back the charge of an admitted unit.
 func (s *session) releaseUnit() {
 	if s.unit.admitted {
-		s.admittedBy.Release(&s.ticket, s.unit.busy)
+		s.releaseUnitAt(time.Now())
+	}
+}
+
+// releaseUnitAt is releaseUnit at now, a reading of the clock at hand.
+func (s *session) releaseUnitAt(now time.Time) {
+	if s.unit.admitted {
+		s.admittedBy.ReleaseAt(&s.ticket, s.unit.busy, now)
 		s.unit.admitted = false
 	}
 }

@@ -492,7 +492,7 @@ func (s *session) dispatch() bool {
 	if s.inTxn {
 		s.unit.txn = true
 	} else {
-		s.endUnit()
+		s.endUnit(end)
 	}
 	s.publish()
 	s.relayedAt = end
@@ -518,16 +518,16 @@ func (s *session) beginUnit() error {
 	return nil
 }
 
-// endUnit closes the open unit and gives its backend connection back.
-func (s *session) endUnit() {
+// endUnit closes the open unit, which ended at end, and gives its backend connection back.
+func (s *session) endUnit(end time.Time) {
 	kind := unitStatement
 	if s.unit.txn {
 		kind = unitTransaction
 	}
 	s.hot.units[kind].add(1)
 	s.hot.unitBusy.observe(s.unit.busy)
-	s.recordUnit()
-	s.releaseUnit()
+	s.recordUnit(end)
+	s.releaseUnitAt(end)
 	s.endUnitQuietly()
 }
 

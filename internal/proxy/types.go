@@ -157,9 +157,10 @@ func (s *session) typeStatement(cmd byte, cost, busy time.Duration, end time.Tim
 	}
 }
 
-// recordUnit records the cost of the unit that just ended under the unit-wide keys; under
-// the digest key, a transaction's whole cost is recorded as well, for its admission.
-func (s *session) recordUnit() {
+// recordUnit records the cost of the unit that just ended at end under the unit-wide
+// keys; under the digest key, a transaction's whole cost is recorded as well, for its
+// admission.
+func (s *session) recordUnit(end time.Time) {
 	costs := s.rec.costs
 	u := &s.unit.typ
 	if costs == nil || !u.typed {
@@ -181,7 +182,7 @@ func (s *session) recordUnit() {
 	case s.rec.typeKey == keyDigest:
 		return // the statement is recorded already
 	}
-	costs.RecordBusy(estimator.Key(key), sample, s.unit.work, s.unit.busy)
+	costs.RecordBusyAt(end, estimator.Key(key), sample, s.unit.work, s.unit.busy)
 }
 
 // tagDigestKey is the type key of an autocommit statement under keyTagDigest, from its
