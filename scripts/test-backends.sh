@@ -150,7 +150,9 @@ start_server() {
 		--ssl-ca="$DIR/certs/ca.pem" --ssl-cert="$DIR/certs/server.pem" --ssl-key="$DIR/certs/server.key"
 		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
 	)
-	[ "$name" != primary ] && args+=(--read-only=1 --skip-slave-start)
+	# A replica applies the functions that tests create on the primary with
+	# log_bin_trust_function_creators set there (MariaDB's own suite does).
+	[ "$name" != primary ] && args+=(--read-only=1 --skip-slave-start --log-bin-trust-function-creators=1)
 	[ "$(id -u)" -eq 0 ] && args+=(--user=root)
 	log "starting $name on 127.0.0.1:$port"
 	"$MARIADBD" "${args[@]}" >>"$DIR/$name.err" 2>&1 </dev/null &
