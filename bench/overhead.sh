@@ -13,11 +13,14 @@
 #                     [--time SECONDS] [--warmup SECONDS] [--tables N] [--table-size N]
 #                     [--db-cpus CPUS] [--proxy-cpus CPUS] [--sysbench-cpus CPUS]
 #                     [--replica-cpus "CPUS CPUS"] [--proxy-threads N] [--no-pin]
-#                     [--ps-mode MODE] [--skip-trx] [--bundle DIR] [--out DIR]
+#                     [--ps-mode MODE] [--skip-trx] [--admission-capacity C]
+#                     [--bundle DIR] [--out DIR]
 #
 # Targets (comma or space separated; default all): direct, gatekeeper (passthrough),
-# gatekeeper-admission (admission on with capacity auto, as make run starts it; sysbench's
-# statements cost so little that nothing queues, and what is measured is the bookkeeping),
+# gatekeeper-admission (admission on with capacity auto, as make run starts it, or the
+# capacity of --admission-capacity: one that no load reaches, 10s say, measures admission's
+# bookkeeping alone, while under auto a database that the threads saturate has the units
+# queue in the proxy instead of in the database, which costs the proxy more per query),
 # gatekeeper-pooled (pools.max_open the largest thread count), gatekeeper-routed (the same,
 # routing autocommit reads to the two replicas of GK_REPLICA1 and GK_REPLICA2, which
 # scripts/test-backends.sh starts; --skip-trx makes oltp_read_only's reads autocommit, so
@@ -76,6 +79,7 @@ ALL_TARGETS="direct gatekeeper gatekeeper-admission gatekeeper-pooled gatekeeper
 TARGETS=$ALL_TARGETS WORKLOADS="oltp_point_select oltp_read_only oltp_read_write" THREADS="1 16 64"
 ROUNDS=3 TIME=10 WARMUP=3 TABLES='' TABLE_SIZE='' OUT=bench/results/overhead BUNDLE='' PIN=auto
 DB_CPUS='' PROXY_CPUS='' SB_CPUS='' REPLICA_CPUS='' PROXY_THREADS='' PS_MODE=auto SKIP_TRX=off
+ADMISSION_CAPACITY=auto
 # The command as run, for the report: the overriding environment and the arguments, quoted.
 ARGS=''
 for v in GK_PRIMARY MARIADBD MARIADB SYSBENCH HAPROXY GATEKEEPER GATEKEEPER_BASELINE GATEKEEPER_BASELINE_MODE PROXYSQL PROXYSQL_LIB PROXYSQL_TGZ; do
@@ -83,7 +87,7 @@ for v in GK_PRIMARY MARIADBD MARIADB SYSBENCH HAPROXY GATEKEEPER GATEKEEPER_BASE
 done
 ARGS+="bench/overhead.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 usage() {
-	sed -n '10,14s/^#//p' "$0" >&2
+	sed -n '12,17s/^#//p' "$0" >&2
 	exit 2
 }
 fail() { echo "bench/overhead.sh: $*" >&2; exit 1; }
@@ -109,6 +113,7 @@ while [ $# -gt 0 ]; do
 	--replica-cpus) REPLICA_CPUS=$2 ;;
 	--proxy-threads) PROXY_THREADS=$2 ;;
 	--ps-mode) PS_MODE=$2 ;;
+	--admission-capacity) ADMISSION_CAPACITY=$2 ;;
 	--bundle) BUNDLE=$2 ;;
 	--out) OUT=$2 ;;
 	*) usage ;;
@@ -273,7 +278,7 @@ wants gatekeeper && start_gatekeeper gatekeeper GATEKEEPER_MODE=passthrough GATE
 if wants gatekeeper-admission; then # its metrics say how long admission held each statement
 	ADMIN_OF[gatekeeper-admission]=$(free_port)
 	start_gatekeeper gatekeeper-admission GATEKEEPER_MODE=passthrough \
-		GATEKEEPER_ADMISSION_ENABLED=true GATEKEEPER_ADMISSION_CAPACITY=auto
+		GATEKEEPER_ADMISSION_ENABLED=true GATEKEEPER_ADMISSION_CAPACITY="$ADMISSION_CAPACITY"
 fi
 if wants gatekeeper-baseline; then
 	[ -n "${GATEKEEPER_BASELINE:-}" ] && "$GATEKEEPER_BASELINE" version >/dev/null 2>&1 ||
@@ -639,7 +644,7 @@ report() {
 	echo "rounds: $ROUNDS of ${TIME}s per target and cell after a ${WARMUP}s warm-up of each, the targets taking"
 	echo "turns in reverse order every other round. Targets: direct is the database itself;"
 	echo "gatekeeper is its passthrough mode (a backend connection per client) with admission off;"
-	echo "gatekeeper-admission is the same with admission on, capacity auto;"
+	echo "gatekeeper-admission is the same with admission on, capacity $ADMISSION_CAPACITY;"
 	echo "gatekeeper-pooled is pooled mode with pools.max_open $MAX_THREADS, admission off;"
 	wants gatekeeper-baseline && echo "gatekeeper-baseline is $([ "$GATEKEEPER_BASELINE_MODE" = passthrough ] && echo "passthrough as gatekeeper" || echo "pooled mode as gatekeeper-pooled"), from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}');"
 	wants gatekeeper-routed1 && echo "gatekeeper-routed1 is the same routing autocommit reads to one replica (strong consistency);"
