@@ -544,36 +544,38 @@ report() {
 			print r " |"
 		}
 		print ""
-		print "## Latency added at 1 thread"
-		print ""
-		print "Each proxy'"'"'s latency minus direct'"'"'s (µs), per sysbench event: one query for oltp_point_select, one"
-		print "transaction (14 statements for oltp_read_only, 18 for oltp_read_write) for the others. The average is"
-		print "1 / transactions per second (one thread waits for each event in turn), finer than sysbench'"'"'s own"
-		print "average in 10 µs steps; p95 is sysbench'"'"'s. Medians over the rounds."
-		if (hap) print "The last columns are each proxy'"'"'s added average minus HAProxy'"'"'s."
-		print ""
-		h = "| workload | direct avg µs | direct p95 µs"; a = "|---|---:|---:"
-		for (i = 1; i <= np; i++) { h = h " | " P[i] " avg | " P[i] " p95"; a = a "|---:|---:" }
-		if (hap) for (i = 1; i <= np; i++) if (P[i] != "haproxy") { h = h " | " P[i] " − haproxy"; a = a "|---:" }
-		print h " |"; print a "|"
-		one = 0
-		for (x = 1; x <= nw; x++) {
-			dt = m(W[x], 1, "direct", 6); dp = m(W[x], 1, "direct", 8)
-			if (dt + 0 <= 0) continue
-			one = 1; da = 1e6 / dt
-			r = sprintf("| %s | %.0f | %.0f", W[x], da, dp * 1000)
-			for (i = 1; i <= np; i++) {
-				pt = m(W[x], 1, P[i], 6); pp = m(W[x], 1, P[i], 8)
-				r = r " | " (pt + 0 <= 0 ? "—" : sprintf("%+.0f", 1e6 / pt - da)) " | " (pp == "" ? "—" : sprintf("%+.0f", (pp - dp) * 1000))
+		if ((" " threads " ") ~ / 1 /) {
+			print "## Latency added at 1 thread"
+			print ""
+			print "Each proxy'"'"'s latency minus direct'"'"'s (µs), per sysbench event: one query for oltp_point_select, one"
+			print "transaction (14 statements for oltp_read_only, 18 for oltp_read_write) for the others. The average is"
+			print "1 / transactions per second (one thread waits for each event in turn), finer than sysbench'"'"'s own"
+			print "average in 10 µs steps; p95 is sysbench'"'"'s. Medians over the rounds."
+			if (hap) print "The last columns are each proxy'"'"'s added average minus HAProxy'"'"'s."
+			print ""
+			h = "| workload | direct avg µs | direct p95 µs"; a = "|---|---:|---:"
+			for (i = 1; i <= np; i++) { h = h " | " P[i] " avg | " P[i] " p95"; a = a "|---:|---:" }
+			if (hap) for (i = 1; i <= np; i++) if (P[i] != "haproxy") { h = h " | " P[i] " − haproxy"; a = a "|---:" }
+			print h " |"; print a "|"
+			one = 0
+			for (x = 1; x <= nw; x++) {
+				dt = m(W[x], 1, "direct", 6); dp = m(W[x], 1, "direct", 8)
+				if (dt + 0 <= 0) continue
+				one = 1; da = 1e6 / dt
+				r = sprintf("| %s | %.0f | %.0f", W[x], da, dp * 1000)
+				for (i = 1; i <= np; i++) {
+					pt = m(W[x], 1, P[i], 6); pp = m(W[x], 1, P[i], 8)
+					r = r " | " (pt + 0 <= 0 ? "—" : sprintf("%+.0f", 1e6 / pt - da)) " | " (pp == "" ? "—" : sprintf("%+.0f", (pp - dp) * 1000))
+				}
+				if (hap) for (i = 1; i <= np; i++) if (P[i] != "haproxy") {
+					pt = m(W[x], 1, P[i], 6); ht = m(W[x], 1, "haproxy", 6)
+					r = r " | " (pt + 0 <= 0 || ht + 0 <= 0 ? "—" : sprintf("%+.0f", 1e6 / pt - 1e6 / ht))
+				}
+				print r " |"
 			}
-			if (hap) for (i = 1; i <= np; i++) if (P[i] != "haproxy") {
-				pt = m(W[x], 1, P[i], 6); ht = m(W[x], 1, "haproxy", 6)
-				r = r " | " (pt + 0 <= 0 || ht + 0 <= 0 ? "—" : sprintf("%+.0f", 1e6 / pt - 1e6 / ht))
-			}
-			print r " |"
+			if (!one) print "| (no run at 1 thread) |"
+			print ""
 		}
-		if (!one) print "| (no run at 1 thread) |"
-		print ""
 		if (("gatekeeper-admission" in have) && ("gatekeeper" in have)) {
 			print "## Admission on against off, round by round"
 			print ""
@@ -644,8 +646,8 @@ report() {
 	echo "rounds: $ROUNDS of ${TIME}s per target and cell after a ${WARMUP}s warm-up of each, the targets taking"
 	echo "turns in reverse order every other round. Targets: direct is the database itself;"
 	echo "gatekeeper is its passthrough mode (a backend connection per client) with admission off;"
-	echo "gatekeeper-admission is the same with admission on, capacity $ADMISSION_CAPACITY;"
-	echo "gatekeeper-pooled is pooled mode with pools.max_open $MAX_THREADS, admission off;"
+	wants gatekeeper-admission && echo "gatekeeper-admission is the same with admission on, capacity $ADMISSION_CAPACITY;"
+	wants gatekeeper-pooled && echo "gatekeeper-pooled is pooled mode with pools.max_open $MAX_THREADS, admission off;"
 	wants gatekeeper-baseline && echo "gatekeeper-baseline is $([ "$GATEKEEPER_BASELINE_MODE" = passthrough ] && echo "passthrough as gatekeeper" || echo "pooled mode as gatekeeper-pooled"), from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}');"
 	wants gatekeeper-routed1 && echo "gatekeeper-routed1 is the same routing autocommit reads to one replica (strong consistency);"
 	wants gatekeeper-routed && echo "gatekeeper-routed is the same routing autocommit reads to two replicas (strong consistency);"
