@@ -12,11 +12,11 @@ import (
 )
 
 // hotMetrics are the series every relayed command adds to: commands, statement latency,
-// units, bytes, the classifier's verdicts and the wait for admission. A Prometheus counter or histogram is one
-// set of words that every processor writes, so on a busy many-core host each command
-// waited for those cache lines to come over from the processor that wrote them last.
-// Here every session counts in its own sessionCounts, which only its goroutine writes; a
-// scrape sums the live sessions' counts and those of the sessions that ended.
+// units, bytes, the classifier's verdicts and the wait for admission. A Prometheus counter
+// or histogram is one set of words that every processor writes, so on a busy many-core host
+// each command waited for those cache lines to come over from the processor that wrote them
+// last. Here every session counts in its own sessionCounts, which only its goroutine writes;
+// a scrape sums the live sessions' counts and those of the sessions that ended.
 type hotMetrics struct {
 	mu sync.Mutex
 	// live are the counts of the sessions running; ended adds up those of the sessions
