@@ -154,7 +154,7 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 		s.Capacity = c
 		steps = append(steps, s)
 		fmt.Fprintf(out, "  capacity %-10s %10.1f %s/s  mean %7.2f ms  p95 %7.2f ms  errors %d\n",
-			c.Round(time.Millisecond), s.Throughput, unit, float64(s.Mean)/1e6, float64(s.P95)/1e6, s.Errors)
+			capacity.Round(c), s.Throughput, unit, float64(s.Mean)/1e6, float64(s.P95)/1e6, s.Errors)
 		if serr != nil && s.Errors > 0 {
 			fmt.Fprintf(out, "    last error: %v\n", serr)
 		}
@@ -188,7 +188,7 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 	chosen := capacity.Choose(steps, o.threshold)
 	fmt.Fprintf(out, "mean learned cost at the end: %.2f ms (capacity counts in these costs)\n\n", float64(meanCost(costs))/1e6)
 	capacity.Print(out, steps, chosen, unit)
-	c := steps[chosen].Capacity.Round(time.Millisecond)
+	c := capacity.Round(steps[chosen].Capacity)
 	if slices.IndexFunc(steps, func(s capacity.Step) bool { return s.Capacity > steps[chosen].Capacity }) < 0 {
 		fmt.Fprintf(out, "\nwarning: the largest capacity tried was chosen, so the peak may lie beyond it;"+
 			" run again with a larger --max-factor than %d\n", o.maxFactor)

@@ -103,6 +103,16 @@ func Refine(steps []Step, chosen int, minGap time.Duration) []time.Duration {
 	return out
 }
 
+// Round rounds a capacity for showing and for the configuration: to the millisecond from
+// 10 ms up, to 10 µs below, so that a capacity under half a millisecond, which the sweep
+// tries when the learned costs are that small, does not become 0s.
+func Round(c time.Duration) time.Duration {
+	if c >= 10*time.Millisecond {
+		return c.Round(time.Millisecond)
+	}
+	return max(c.Round(10*time.Microsecond), time.Microsecond)
+}
+
 // Print writes the throughput curve as a table, marking the chosen step, in order of
 // capacity; unit names what the throughput counts.
 func Print(w io.Writer, steps []Step, chosen int, unit string) {
@@ -119,7 +129,7 @@ func Print(w io.Writer, steps []Step, chosen int, unit string) {
 		if i == chosen {
 			mark = "  <- chosen"
 		}
-		fmt.Fprintf(w, "%12s %14.1f %10.2f %10.2f %8d  %-40s%s\n", s.Capacity.Round(time.Millisecond),
+		fmt.Fprintf(w, "%12s %14.1f %10.2f %10.2f %8d  %-40s%s\n", Round(s.Capacity),
 			s.Throughput, ms(s.Mean), ms(s.P95), s.Errors, bar, mark)
 	}
 }

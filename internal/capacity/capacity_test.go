@@ -61,3 +61,14 @@ func TestPrintMarksTheChoice(t *testing.T) {
 	assert.Contains(t, lines[3], "40ms")
 	assert.Contains(t, lines[3], "<- chosen")
 }
+
+func TestRoundKeepsSmallCapacitiesPositive(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{
+		472 * time.Microsecond:   470 * time.Microsecond,
+		4 * time.Microsecond:     time.Microsecond,
+		3784 * time.Microsecond:  3780 * time.Microsecond,
+		81600 * time.Microsecond: 82 * time.Millisecond,
+	} {
+		require.Equal(t, want, Round(in), in)
+	}
+}
