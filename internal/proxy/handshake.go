@@ -119,7 +119,7 @@ func (s *session) handshake() error {
 	_ = s.client.SetDeadline(time.Time{})
 	_ = backend.SetDeadline(time.Time{})
 	s.client.SetLimit(int(cfg.Client.MaxPacketSize))
-	s.countedIn, s.countedOut = s.client.BytesRead, s.client.BytesWritten
+	s.loginIn, s.loginOut = s.client.BytesRead, s.client.BytesWritten
 	return nil
 }
 

@@ -127,7 +127,7 @@ func (s *session) handshakePooled() error {
 	}
 	_ = s.client.SetDeadline(time.Time{})
 	s.client.SetLimit(int(cfg.Client.MaxPacketSize))
-	s.countedIn, s.countedOut = s.client.BytesRead, s.client.BytesWritten
+	s.loginIn, s.loginOut = s.client.BytesRead, s.client.BytesWritten
 	return nil
 }
 

@@ -174,8 +174,9 @@ type session struct {
 
 	// hot are the session's counts of the per-command metrics, from run to close.
 	hot *sessionCounts
-	// Bytes already added to the metrics.
-	countedIn, countedOut uint64
+	// loginIn and loginOut are the client's bytes by the end of the login, which the
+	// metrics leave out.
+	loginIn, loginOut uint64
 
 	// mu guards the fields below it: the interplay with the server's drain and idle reaper.
 	mu sync.Mutex
@@ -611,14 +612,8 @@ func (s *session) protocolError(reason string, err error) {
 	s.log.Warn("closing client connection: protocol error", "reason", reason, "err", err)
 }
 
-// countBytes adds the bytes relayed since the last call to the metrics.
+// countBytes brings the session's counts of the bytes relayed since the login up to date.
 func (s *session) countBytes() {
-	if in := s.client.BytesRead; in > s.countedIn {
-		s.hot.bytesIn.add(in - s.countedIn)
-		s.countedIn = in
-	}
-	if out := s.client.BytesWritten; out > s.countedOut {
-		s.hot.bytesOut.add(out - s.countedOut)
-		s.countedOut = out
-	}
+	s.hot.bytesIn.Store(s.client.BytesRead - s.loginIn)
+	s.hot.bytesOut.Store(s.client.BytesWritten - s.loginOut)
 }
