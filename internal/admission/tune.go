@@ -101,6 +101,7 @@ const (
 	// every half minute and undone kept the capacity moving by half, for nothing.
 	descentStep      = 1.5
 	descentKeep      = 0.85
+	descentSame      = 0.95
 	restoreWindows   = 15
 	restoreDoublings = 3
 	descentHolds     = 5
@@ -212,6 +213,9 @@ type tuner struct {
 	driftN         int
 	prevRate       float64
 	prevStr        float64
+	// recent are the stretches of the last two windows that had enough units to tell,
+	// the last first (0: none yet).
+	recent [2]float64
 	// blind: the last window had more units of types with no solo time than of timed
 	// ones (as has the one before the first). stale: the last window's units ran faster
 	// than alone, so a solo check is due at once (see adapt).
@@ -381,6 +385,14 @@ func (c *Controller) adapt(now time.Time) {
 	bound := u.waitArea >= bindingUse*float64(measured)
 	queued := u.queued || c.waiting() > 0
 	stretch, n := u.stretch()
+	// level is the stretch the capacity moves by: once settled, the median of this
+	// window's and the two before, so that one window's outlier (units that a burst of the
+	// clients' own work on the database's host slowed, or solo times that one check put
+	// off) does not move it by half and back.
+	level := stretch
+	if u.warm && n >= minTuneSamples && u.recent[1] > 0 {
+		level = median3(stretch, u.recent[0], u.recent[1])
+	}
 	// alone: about one unit ran at a time while others waited, through the window, or
 	// through the end of it while the window's units ran faster than the target: units
 	// as large as the capacity ran one by one. (A heavy unit larger than the capacity
@@ -408,7 +420,7 @@ func (c *Controller) adapt(now time.Time) {
 	switch {
 	case !queued:
 		d = DecisionIdle
-	case n >= minTuneSamples && stretch*deadBand < 1:
+	case n >= minTuneSamples && level*deadBand < 1:
 		// The units ran faster than alone, which they cannot: their solo times are too
 		// high, timed while the database was slower (at a cold start, say, while it still
 		// flushed a bulk load). The window tells nothing; a solo check follows at once, in
@@ -431,7 +443,7 @@ func (c *Controller) adapt(now time.Time) {
 		d = DecisionStall
 		u.stalled++
 	default:
-		r := a.Stretch / stretch
+		r := a.Stretch / level
 		m := r // the move
 		if u.warm {
 			m = math.Sqrt(r) // settled: half the way, so that one window's noise moves it little
@@ -449,10 +461,10 @@ func (c *Controller) adapt(now time.Time) {
 	if d != DecisionStall {
 		u.stalled = 0
 	}
-	if n >= minTuneSamples && (stretch > soloOff*a.Stretch || soloOff*stretch < a.Stretch) {
+	if n >= minTuneSamples && (level > soloOff*a.Stretch || soloOff*level < a.Stretch) {
 		u.every = soloEvery // far off: the solo times may have moved
 	}
-	next, d = u.judgeDescent(capacity, next, d, rate, stretch, a)
+	next, d = u.judgeDescent(capacity, next, d, rate, stretch, level, a)
 	next = min(max(next, a.Min), a.Max)
 	if next == capacity && (d == DecisionUp || d == DecisionDown) {
 		d = DecisionHold // at a bound
@@ -467,11 +479,14 @@ func (c *Controller) adapt(now time.Time) {
 	if d != DecisionStall {
 		// A stall is not what the next window is compared with: the window before it is.
 		u.prevRate, u.prevStr = rate, stretch
+		if n >= minTuneSamples {
+			u.recent = [2]float64{stretch, u.recent[0]}
+		}
 	}
 	u.windows++
 	u.start, u.queued, u.area, u.waitArea, u.soloTime = now, false, 0, 0, 0
 	u.blind = u.untimed > n
-	if d == DecisionUp && bound && stretch < math.Sqrt(a.Stretch) {
+	if d == DecisionUp && bound && level < math.Sqrt(a.Stretch) {
 		// Units ran nearly as fast as alone while the capacity held others back: the knee
 		// is far up (the load moved to larger units, or the database got faster). The slow
 		// start resumes, with its short windows and doublings.
@@ -482,8 +497,9 @@ func (c *Controller) adapt(now time.Time) {
 
 // judgeDescent weighs a window of a descent by its stretch and the work it did (see
 // descentStep): capacity is what the window ran at, next and d what the stretch decided.
-// It returns the move, which a restore or its floor may change.
-func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, stretch float64, a AutoConfig) (time.Duration, Decision) {
+// It returns the move, which a restore or its floor may change; level is the stretch the
+// move went by.
+func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, stretch, level float64, a AutoConfig) (time.Duration, Decision) {
 	if u.floorLeft > 0 {
 		u.floorLeft--
 	}
@@ -521,11 +537,20 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, str
 			u.restores = 0
 			break
 		}
+		if m >= descentSame*u.anchorRate {
+			// The units run as much longer than alone as before, but fewer did the same
+			// work: what slows them is not their number, and the extra units only queued
+			// in the database, in front of short ones. Go on from here, compared with the
+			// descent's best rate so far, so that losses within the noise do not add up.
+			u.anchor(capacity, max(m, u.anchorRate), ms)
+			u.restores = 0
+			break
+		}
 		next, d = u.anchorCap, DecisionRestore
 		u.floorCap, u.floorLeft, u.descending = u.anchorCap, restoreWindows<<min(u.restores, restoreDoublings), false
 		u.restores++
 	}
-	if u.floorLeft > 0 && next < u.floorCap && stretch <= soloOff*a.Stretch {
+	if u.floorLeft > 0 && next < u.floorCap && level <= soloOff*a.Stretch {
 		next = u.floorCap
 		if d == DecisionDown {
 			d = DecisionHold
@@ -537,6 +562,11 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, str
 // anchor measures a descent from capacity on: rate and stretch are its figures there.
 func (u *tuner) anchor(capacity time.Duration, rate, stretch float64) {
 	u.anchorCap, u.anchorRate, u.anchorStr, u.belowSum, u.belowStr, u.belowN = capacity, rate, stretch, 0, 0, 0
+}
+
+// median3 is the middle one of a, b and c.
+func median3(a, b, c float64) float64 {
+	return max(min(a, b), min(max(a, b), c))
 }
 
 // grow is c larger by step (at least a millisecond).

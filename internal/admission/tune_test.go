@@ -424,17 +424,18 @@ func TestAutoCapacityRestoresHoldLonger(t *testing.T) {
 	a := AutoConfig{Stretch: 2.5}
 	u := &tuner{}
 	ms := time.Millisecond
-	// descend runs a descent from 80 ms to 50 ms in which the stretch stays at 4, or falls
-	// to 2 when kept, and returns the last window's decision.
+	// descend runs a descent from 80 ms to 50 ms in which the stretch stays at 4 and a
+	// fifth of the work is lost, or the stretch falls to 2 when kept, and returns the last
+	// window's decision.
 	descend := func(kept bool) Decision {
-		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, a) // the descent begins
-		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, a) // measured at 80 ms
-		below := 4.0
+		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, 4, a) // the descent begins
+		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, 4, a) // measured at 80 ms
+		below, rate := 4.0, 80.0
 		if kept {
-			below = 2
+			below, rate = 2, 100
 		}
-		u.judgeDescent(50*ms, 40*ms, DecisionDown, 100, below, a)
-		_, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, 100, below, a)
+		u.judgeDescent(50*ms, 40*ms, DecisionDown, rate, below, below, a)
+		_, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, rate, below, below, a)
 		u.descending = false // as a move up ends it
 		return d
 	}
@@ -446,4 +447,54 @@ func TestAutoCapacityRestoresHoldLonger(t *testing.T) {
 	require.Equal(t, DecisionDown, descend(true))
 	require.Equal(t, DecisionRestore, descend(false))
 	require.Equal(t, 15, u.floorLeft, "a kept descent starts over")
+}
+
+// TestAutoCapacityDescentThatKeepsTheWork: units that run as much longer than alone at a
+// lower capacity, but do the same work there, say that what slows them is not their
+// number: the descent goes on. Each step is compared with the descent's best rate, so that
+// losses within the noise do not add up.
+func TestAutoCapacityDescentThatKeepsTheWork(t *testing.T) {
+	a := AutoConfig{Stretch: 2.5}
+	u := &tuner{}
+	ms := time.Millisecond
+	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, 4, a) // the descent begins
+	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, 4, a) // measured at 80 ms
+	u.judgeDescent(50*ms, 40*ms, DecisionDown, 97, 4, 4, a)
+	next, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, 97, 4, 4, a)
+	require.Equal(t, DecisionDown, d, "3% less work at the same stretch")
+	require.Equal(t, 40*ms, next)
+	require.Equal(t, 50*ms, u.anchorCap)
+	require.Equal(t, 100.0, u.anchorRate, "the descent's best rate")
+	u.judgeDescent(33*ms, 25*ms, DecisionDown, 93, 4, 4, a)
+	next, d = u.judgeDescent(33*ms, 25*ms, DecisionDown, 93, 4, 4, a)
+	require.Equal(t, DecisionRestore, d, "7% less than the best")
+	require.Equal(t, 50*ms, next)
+}
+
+// TestAutoCapacityOneOutlierDoesNotMoveIt: once settled, one window whose units ran eight
+// times as long as alone (a burst of other work on the database's host, or solo times that
+// one check put off) does not move the capacity; two in a row do.
+func TestAutoCapacityOneOutlierDoesNotMoveIt(t *testing.T) {
+	clock := NewManualClock(time.Unix(1_700_000_000, 0))
+	ctl := New(autoConfig(100*time.Millisecond), clock)
+	u := &ctl.tune
+	u.solo[1] = math.Log(0.01) // 10 ms alone
+	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
+	window := func() Decision {
+		u.queued = true
+		u.running(clock.Now(), 4)
+		clock.Advance(2 * time.Second)
+		u.running(clock.Now(), 4) // four units ran through the window
+		for range 40 {
+			u.complete(1, 10*time.Millisecond, 80*time.Millisecond, false)
+		}
+		ctl.mu.Lock()
+		defer ctl.mu.Unlock()
+		ctl.adapt(clock.Now())
+		return ctl.tune.state.Last
+	}
+	require.Equal(t, DecisionHold, window(), "one window at 8")
+	require.Equal(t, 100*time.Millisecond, ctl.Snapshot().Capacity)
+	require.Equal(t, DecisionDown, window(), "the second in a row")
+	require.Less(t, ctl.Snapshot().Capacity, 100*time.Millisecond)
 }
