@@ -87,10 +87,11 @@ const (
 	// A descent (moves down in a row) must do what it is for: once the capacity is
 	// descentStep times under where the descent's stretch and throughput were last
 	// measured, two windows there must show a stretch lower by deadBand at least (fewer
-	// units, a shorter queue in the database) and keep descentKeep of the throughput.
-	// When they do not, the capacity goes back up to where it stood and holds at least
-	// there for restoreWindows windows, unless the stretch is more than soloOff times the
-	// target. Units that run longer than alone for reasons that fewer units do not cure
+	// units, a shorter queue in the database) and keep descentKeep of the throughput, or
+	// keep descentSame of the best throughput the descent measured with the stretch where
+	// it was (fewer units did the same work). When they do not, the capacity goes back up
+	// to where it stood and holds at least there for restoreWindows windows, unless the
+	// stretch is more than soloOff times the target. Units that run longer than alone for reasons that fewer units do not cure
 	// (the database's processor quota throttling it, its host's processors busy with the
 	// clients) read as a stretch over the target however few run, and without this the
 	// capacity would fall to its minimum and the database idle between units. A descent
