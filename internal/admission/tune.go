@@ -106,6 +106,20 @@ const (
 	restoreWindows   = 15
 	restoreDoublings = 3
 	descentHolds     = 5
+	// A probe moves the capacity down by descentStep after probeHolds windows in a row
+	// held with the stretch near the target while the capacity bound the units, and judges
+	// the move as a descent's, but keeps it only where the work held (descentSame of the
+	// units, descentKeep of their estimated costs, so that holding heavy units back for
+	// quick ones does not pass for the same work). Where the database's processors are
+	// shared with its own clients, the stretch hardly moves with the capacity past the knee
+	// and the target lands anywhere in a wide range; the probes find the least capacity
+	// in it that keeps the work, and every unit admitted past that only queues inside the
+	// database, in front of short ones. Where the stretch does fall at the lower capacity,
+	// the stretch moves it back up. Each probe undone (by a restore, or by a move up
+	// before it was kept) doubles the windows before the next, up to
+	// probeHolds<<probeDoublings; a kept probe starts over.
+	probeHolds     = 3
+	probeDoublings = 3
 )
 
 // Decision is what the adaptive capacity did at the end of a window.
@@ -131,14 +145,17 @@ const (
 	// DecisionRestore: moves down did not bring the stretch down, or cost throughput; the
 	// capacity went back to where the descent last stood, and holds there a while.
 	DecisionRestore
+	// DecisionProbe: the stretch held near the target for a while; the capacity moved
+	// down, to be kept if the work holds there (see probeHolds).
+	DecisionProbe
 	numDecisions
 )
 
 // Decisions lists every decision, for metrics.
-var Decisions = []Decision{DecisionNone, DecisionIdle, DecisionSparse, DecisionStall, DecisionUp, DecisionDown, DecisionHold, DecisionRestore}
+var Decisions = []Decision{DecisionNone, DecisionIdle, DecisionSparse, DecisionStall, DecisionUp, DecisionDown, DecisionHold, DecisionRestore, DecisionProbe}
 
 func (d Decision) String() string {
-	return [...]string{"none", "idle", "sparse", "stall", "up", "down", "hold", "restore"}[d]
+	return [...]string{"none", "idle", "sparse", "stall", "up", "down", "hold", "restore", "probe"}[d]
 }
 
 // AutoState is the adaptive capacity's state, in Snapshot.
@@ -234,15 +251,26 @@ type tuner struct {
 	// since at a capacity descentStep times under it.
 	// floorCap is the least capacity for floorLeft more windows, after a restore;
 	// restores counts the restores since a descent was last kept.
-	descending          bool
-	anchorCap, floorCap time.Duration
-	anchorRate          float64
-	anchorStr, belowStr float64
-	belowSum            float64
-	belowN, floorLeft   int
-	restores            int
-	holds               int // windows in a row that held during the descent
-	state               AutoState
+	// anchorCost and belowCost are the estimated costs completed a second at the anchor
+	// and summed over the windows below it.
+	descending            bool
+	anchorCap, floorCap   time.Duration
+	anchorRate            float64
+	anchorStr, belowStr   float64
+	anchorCost, belowCost float64
+	belowSum              float64
+	belowN, floorLeft     int
+	restores              int
+	holds                 int // windows in a row that held during the descent
+	// calm counts the windows in a row that held near the target while the capacity bound
+	// the units, outside a descent; calmRate and calmCost sum the rates of those of them
+	// without a solo check, calmN. probing: the descent began with a probe and has not
+	// kept a step yet; probeFails counts the probes undone since one was last kept.
+	calm, calmN        int
+	calmRate, calmCost float64
+	probing            bool
+	probeFails         int
+	state              AutoState
 }
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
@@ -407,6 +435,7 @@ func (c *Controller) adapt(now time.Time) {
 		return
 	}
 	rate := float64(u.completed) / dt.Seconds()
+	work := u.costs.Seconds() / dt.Seconds() // estimated costs completed a second
 	gain := 0.0
 	if u.prevRate > 0 {
 		gain = rate / u.prevRate
@@ -465,9 +494,10 @@ func (c *Controller) adapt(now time.Time) {
 	if n >= minTuneSamples && (level > soloOff*a.Stretch || soloOff*level < a.Stretch) {
 		u.every = soloEvery // far off: the solo times may have moved
 	}
-	next, d = u.judgeDescent(capacity, next, d, rate, stretch, level, a)
+	next, d = u.probe(capacity, next, d, bound, rate, work, level, a)
+	next, d = u.judgeDescent(capacity, next, d, rate, work, stretch, level, a)
 	next = min(max(next, a.Min), a.Max)
-	if next == capacity && (d == DecisionUp || d == DecisionDown) {
+	if next == capacity && (d == DecisionUp || d == DecisionDown || d == DecisionProbe) {
 		d = DecisionHold // at a bound
 	}
 	u.moved = next != capacity
@@ -496,11 +526,38 @@ func (c *Controller) adapt(now time.Time) {
 	u.sum, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0
 }
 
+// probe counts the windows that held near the target while the capacity bound the units
+// (d is what the stretch decided), and after probeHolds of them in a row, or more after
+// probes undone, moves the capacity down by descentStep as the start of a descent measured
+// from the present (see probeHolds). rate and work are the window's units and estimated
+// costs completed a second.
+func (u *tuner) probe(capacity, next time.Duration, d Decision, bound bool, rate, work, level float64, a AutoConfig) (time.Duration, Decision) {
+	lower := time.Duration(float64(capacity) / descentStep)
+	if d != DecisionHold || !bound || !u.warm || u.descending || u.floorLeft > 0 || lower < a.Min {
+		u.calm, u.calmN, u.calmRate, u.calmCost = 0, 0, 0, 0
+		return next, d
+	}
+	u.calm++
+	if u.soloTime == 0 {
+		u.calmN++
+		u.calmRate += rate
+		u.calmCost += work
+	}
+	if u.calm < probeHolds<<min(u.probeFails, probeDoublings) || u.calmN < 2 {
+		return next, d
+	}
+	n := float64(u.calmN)
+	u.anchor(capacity, u.calmRate/n, u.calmCost/n, level)
+	u.descending, u.probing, u.holds = true, true, 0
+	u.calm, u.calmN, u.calmRate, u.calmCost = 0, 0, 0, 0
+	return lower, DecisionProbe
+}
+
 // judgeDescent weighs a window of a descent by its stretch and the work it did (see
-// descentStep): capacity is what the window ran at, next and d what the stretch decided.
-// It returns the move, which a restore or its floor may change; level is the stretch the
-// move went by.
-func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, stretch, level float64, a AutoConfig) (time.Duration, Decision) {
+// descentStep): capacity is what the window ran at, next and d what the stretch decided,
+// rate and work its units and estimated costs completed a second. It returns the move,
+// which a restore or its floor may change; level is the stretch the move went by.
+func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, work, stretch, level float64, a AutoConfig) (time.Duration, Decision) {
 	if u.floorLeft > 0 {
 		u.floorLeft--
 	}
@@ -510,7 +567,13 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, str
 		u.holds = 0
 	}
 	switch {
+	case d == DecisionProbe:
+		// The descent begins, measured from here (see probe).
 	case d == DecisionUp || d == DecisionIdle || u.holds >= descentHolds:
+		if u.probing {
+			u.probing = false
+			u.probeFails++ // the stretch took it back up before the work was judged
+		}
 		u.descending = false
 	case !u.descending:
 		if d == DecisionDown {
@@ -520,35 +583,48 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, str
 		// A solo check's window does less work whatever the capacity, a stall's or a
 		// sparse one's tells nothing: neither is compared.
 	case u.anchorCap == 0:
-		u.anchor(capacity, rate, stretch)
+		u.anchor(capacity, rate, work, stretch)
 	case capacity == u.anchorCap:
 		// Held there: the present's figures, less noisy.
-		u.anchorRate, u.anchorStr = (u.anchorRate+rate)/2, (u.anchorStr+stretch)/2
+		u.anchorRate, u.anchorCost, u.anchorStr = (u.anchorRate+rate)/2, (u.anchorCost+work)/2, (u.anchorStr+stretch)/2
 	case float64(capacity)*descentStep <= float64(u.anchorCap):
 		u.belowSum += rate
+		u.belowCost += work
 		u.belowStr += stretch
 		u.belowN++
 		if u.belowN < 2 {
 			break
 		}
-		m, ms := u.belowSum/float64(u.belowN), u.belowStr/float64(u.belowN)
-		if m >= descentKeep*u.anchorRate && ms*deadBand <= u.anchorStr {
+		k := float64(u.belowN)
+		m, mc, ms := u.belowSum/k, u.belowCost/k, u.belowStr/k
+		if !u.probing && m >= descentKeep*u.anchorRate && ms*deadBand <= u.anchorStr {
 			// The queue in the database shrank, and no work was lost: go on from here.
-			u.anchor(capacity, m, ms)
+			u.anchor(capacity, m, mc, ms)
 			u.restores = 0
 			break
 		}
-		if m >= descentSame*u.anchorRate {
+		if m >= descentSame*u.anchorRate && mc >= descentKeep*u.anchorCost {
 			// The units run as much longer than alone as before, but fewer did the same
 			// work: what slows them is not their number, and the extra units only queued
 			// in the database, in front of short ones. Go on from here, compared with the
 			// descent's best rate so far, so that losses within the noise do not add up.
-			u.anchor(capacity, max(m, u.anchorRate), ms)
+			// (The estimated costs must hold too: sjf holding heavy units back for quick
+			// ones completes more units, not more work.)
+			u.anchor(capacity, max(m, u.anchorRate), max(mc, u.anchorCost), ms)
 			u.restores = 0
+			u.probing, u.probeFails = false, 0
 			break
 		}
 		next, d = u.anchorCap, DecisionRestore
-		u.floorCap, u.floorLeft, u.descending = u.anchorCap, restoreWindows<<min(u.restores, restoreDoublings), false
+		u.descending = false
+		if u.probing {
+			// A probe undone: the next waits longer (see probe); the stretch has no
+			// move down to hold off.
+			u.probing = false
+			u.probeFails++
+			break
+		}
+		u.floorCap, u.floorLeft = u.anchorCap, restoreWindows<<min(u.restores, restoreDoublings)
 		u.restores++
 	}
 	if u.floorLeft > 0 && next < u.floorCap && level <= soloOff*a.Stretch {
@@ -560,9 +636,10 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, str
 	return next, d
 }
 
-// anchor measures a descent from capacity on: rate and stretch are its figures there.
-func (u *tuner) anchor(capacity time.Duration, rate, stretch float64) {
-	u.anchorCap, u.anchorRate, u.anchorStr, u.belowSum, u.belowStr, u.belowN = capacity, rate, stretch, 0, 0, 0
+// anchor measures a descent from capacity on: rate, work and stretch are its figures there.
+func (u *tuner) anchor(capacity time.Duration, rate, work, stretch float64) {
+	u.anchorCap, u.anchorRate, u.anchorCost, u.anchorStr = capacity, rate, work, stretch
+	u.belowSum, u.belowCost, u.belowStr, u.belowN = 0, 0, 0, 0
 }
 
 // median3 is the middle one of a, b and c.

@@ -428,14 +428,14 @@ func TestAutoCapacityRestoresHoldLonger(t *testing.T) {
 	// fifth of the work is lost, or the stretch falls to 2 when kept, and returns the last
 	// window's decision.
 	descend := func(kept bool) Decision {
-		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, 4, a) // the descent begins
-		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, 4, a) // measured at 80 ms
+		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a) // the descent begins
+		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a) // measured at 80 ms
 		below, rate := 4.0, 80.0
 		if kept {
 			below, rate = 2, 100
 		}
-		u.judgeDescent(50*ms, 40*ms, DecisionDown, rate, below, below, a)
-		_, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, rate, below, below, a)
+		u.judgeDescent(50*ms, 40*ms, DecisionDown, rate, rate, below, below, a)
+		_, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, rate, rate, below, below, a)
 		u.descending = false // as a move up ends it
 		return d
 	}
@@ -457,16 +457,16 @@ func TestAutoCapacityDescentThatKeepsTheWork(t *testing.T) {
 	a := AutoConfig{Stretch: 2.5}
 	u := &tuner{}
 	ms := time.Millisecond
-	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, 4, a) // the descent begins
-	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 4, 4, a) // measured at 80 ms
-	u.judgeDescent(50*ms, 40*ms, DecisionDown, 97, 4, 4, a)
-	next, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, 97, 4, 4, a)
+	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a) // the descent begins
+	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a) // measured at 80 ms
+	u.judgeDescent(50*ms, 40*ms, DecisionDown, 97, 97, 4, 4, a)
+	next, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, 97, 97, 4, 4, a)
 	require.Equal(t, DecisionDown, d, "3% less work at the same stretch")
 	require.Equal(t, 40*ms, next)
 	require.Equal(t, 50*ms, u.anchorCap)
 	require.Equal(t, 100.0, u.anchorRate, "the descent's best rate")
-	u.judgeDescent(33*ms, 25*ms, DecisionDown, 93, 4, 4, a)
-	next, d = u.judgeDescent(33*ms, 25*ms, DecisionDown, 93, 4, 4, a)
+	u.judgeDescent(33*ms, 25*ms, DecisionDown, 93, 93, 4, 4, a)
+	next, d = u.judgeDescent(33*ms, 25*ms, DecisionDown, 93, 93, 4, 4, a)
 	require.Equal(t, DecisionRestore, d, "7% less than the best")
 	require.Equal(t, 50*ms, next)
 }
@@ -497,4 +497,61 @@ func TestAutoCapacityOneOutlierDoesNotMoveIt(t *testing.T) {
 	require.Equal(t, 100*time.Millisecond, ctl.Snapshot().Capacity)
 	require.Equal(t, DecisionDown, window(), "the second in a row")
 	require.Less(t, ctl.Snapshot().Capacity, 100*time.Millisecond)
+}
+
+// TestAutoCapacityProbesDown: where the units run about as much longer than alone at any
+// capacity (a database that shares its host's processors with its clients), windows that
+// hold near the target while the capacity binds bring a probe a third of the way down. It
+// is kept while the same units and the same work complete, and undone when the units hold
+// but their estimated costs do not (heavy units held back for quick ones); each probe
+// undone makes the next wait twice as long.
+func TestAutoCapacityProbesDown(t *testing.T) {
+	clock := NewManualClock(time.Unix(1_700_000_000, 0))
+	ctl := New(autoConfig(90*time.Millisecond), clock)
+	u := &ctl.tune
+	u.solo[1] = math.Log(0.01) // 10 ms alone
+	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
+	// window runs a window of 2 s through which units waited for capacity, with 100 units
+	// that ran 2.5 times as long as alone, charged cost each, and returns its decision.
+	window := func(cost time.Duration) Decision {
+		u.queued = true
+		u.running(clock.Now(), 4)
+		clock.Advance(2 * time.Second)
+		u.running(clock.Now(), 4)
+		u.waitArea = float64(2 * time.Second)
+		for range 100 {
+			u.complete(1, cost, 25*time.Millisecond, false)
+		}
+		ctl.mu.Lock()
+		defer ctl.mu.Unlock()
+		ctl.adapt(clock.Now())
+		return ctl.tune.state.Last
+	}
+	ms := time.Millisecond
+	for range probeHolds - 1 {
+		require.Equal(t, DecisionHold, window(10*ms))
+	}
+	require.Equal(t, DecisionProbe, window(10*ms))
+	require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
+	window(10 * ms)
+	require.Equal(t, DecisionHold, window(10*ms), "the same work at 60 ms: kept")
+	require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
+	require.False(t, u.probing)
+
+	probeAt := func() int {
+		for i := 1; i <= 40; i++ {
+			if window(10*ms) == DecisionProbe {
+				return i
+			}
+		}
+		t.Fatal("no probe in 40 windows")
+		return 0
+	}
+	require.Equal(t, descentHolds-2+probeHolds, probeAt(), "windows to the next probe: the descent's holds, then the probe's")
+	require.Equal(t, 40*ms, ctl.Snapshot().Capacity)
+	window(7 * ms)
+	require.Equal(t, DecisionRestore, window(7*ms), "the same units, 30% less work")
+	require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
+	require.Equal(t, 1, u.probeFails)
+	require.Equal(t, 2*probeHolds, probeAt(), "an undone probe doubles the wait")
 }
