@@ -457,6 +457,10 @@ func (c *Controller) adapt(now time.Time) {
 		// a slow start too. (Taken for room, such windows doubled a slow start's capacity
 		// several times over.)
 		u.stale = true
+	case alone && u.probing:
+		// A probe took the capacity to where units ran one at a time while others waited:
+		// too low to keep the database busy. It is undone at once, not doubled from.
+		d, next = DecisionRestore, u.anchorCap
 	case alone && (n == 0 || stretch < a.Stretch):
 		// One unit at a time ran, as fast as alone or with none to tell by: whatever the
 		// knee, it is further up. (Units that ran alone but far slower than alone, as a
@@ -569,10 +573,10 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 	switch {
 	case d == DecisionProbe:
 		// The descent begins, measured from here (see probe).
-	case d == DecisionUp || d == DecisionIdle || u.holds >= descentHolds:
+	case d == DecisionUp || d == DecisionIdle || d == DecisionRestore || u.holds >= descentHolds:
 		if u.probing {
 			u.probing = false
-			u.probeFails++ // the stretch took it back up before the work was judged
+			u.probeFails++ // undone before the work was judged
 		}
 		u.descending = false
 	case !u.descending:

@@ -511,13 +511,16 @@ func TestAutoCapacityProbesDown(t *testing.T) {
 	u := &ctl.tune
 	u.solo[1] = math.Log(0.01) // 10 ms alone
 	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
-	// window runs a window of 2 s through which units waited for capacity, with 100 units
-	// that ran 2.5 times as long as alone, charged cost each, and returns its decision.
-	window := func(cost time.Duration) Decision {
+	// windowOf runs a window of d through which units waited for capacity and running
+	// units ran, with 100 units that ran 2.5 times as long as alone, charged cost each, and
+	// returns its decision; window is one of 2 s with four running.
+	var windowOf func(cost time.Duration, running int, d time.Duration) Decision
+	window := func(cost time.Duration) Decision { return windowOf(cost, 4, 2*time.Second) }
+	windowOf = func(cost time.Duration, running int, d time.Duration) Decision {
 		u.queued = true
-		u.running(clock.Now(), 4)
-		clock.Advance(2 * time.Second)
-		u.running(clock.Now(), 4)
+		u.running(clock.Now(), running)
+		clock.Advance(d)
+		u.running(clock.Now(), running)
 		u.waitArea = float64(2 * time.Second)
 		for range 100 {
 			u.complete(1, cost, 25*time.Millisecond, false)
@@ -554,4 +557,10 @@ func TestAutoCapacityProbesDown(t *testing.T) {
 	require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
 	require.Equal(t, 1, u.probeFails)
 	require.Equal(t, 2*probeHolds, probeAt(), "an undone probe doubles the wait")
+
+	// One unit at a time ran at the probed capacity while others waited: undone at once,
+	// not taken for room to double into.
+	require.Equal(t, DecisionRestore, windowOf(10*ms, 1, 500*time.Millisecond))
+	require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
+	require.Equal(t, 2, u.probeFails)
 }
