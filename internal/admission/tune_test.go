@@ -475,28 +475,47 @@ func TestAutoCapacityDescentThatKeepsTheWork(t *testing.T) {
 // times as long as alone (a burst of other work on the database's host, or solo times that
 // one check put off) does not move the capacity; two in a row do.
 func TestAutoCapacityOneOutlierDoesNotMoveIt(t *testing.T) {
-	clock := NewManualClock(time.Unix(1_700_000_000, 0))
-	ctl := New(autoConfig(100*time.Millisecond), clock)
-	u := &ctl.tune
-	u.solo[1] = math.Log(0.01) // 10 ms alone
-	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
+	clock, ctl := settledAt(100 * time.Millisecond)
+	// Four units ran through each window; 40 completed, 8 times as long as alone.
 	window := func() Decision {
-		u.queued = true
-		u.running(clock.Now(), 4)
-		clock.Advance(2 * time.Second)
-		u.running(clock.Now(), 4) // four units ran through the window
-		for range 40 {
-			u.complete(1, 10*time.Millisecond, 80*time.Millisecond, false)
-		}
-		ctl.mu.Lock()
-		defer ctl.mu.Unlock()
-		ctl.adapt(clock.Now())
-		return ctl.tune.state.Last
+		return endWindow(clock, ctl, 2*time.Second, 4, 40, 10*time.Millisecond, 80*time.Millisecond, false)
 	}
 	require.Equal(t, DecisionHold, window(), "one window at 8")
 	require.Equal(t, 100*time.Millisecond, ctl.Snapshot().Capacity)
 	require.Equal(t, DecisionDown, window(), "the second in a row")
 	require.Less(t, ctl.Snapshot().Capacity, 100*time.Millisecond)
+}
+
+// settledAt is a controller at capacity whose adaptive capacity has settled with the
+// stretch at the target, and type 1 timed at 10 ms alone.
+func settledAt(capacity time.Duration) (*ManualClock, *Controller) {
+	clock := NewManualClock(time.Unix(1_700_000_000, 0))
+	ctl := New(autoConfig(capacity), clock)
+	u := &ctl.tune
+	u.solo[1] = math.Log(0.01)
+	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
+	return clock, ctl
+}
+
+// endWindow runs a window of d through which running units ran while others waited, and
+// in which units units of type 1 completed, charged cost and busy for busy each; bound:
+// they waited for capacity through the window. It returns the decision at its end.
+func endWindow(clock *ManualClock, ctl *Controller, d time.Duration, running, units int, cost, busy time.Duration, bound bool) Decision {
+	u := &ctl.tune
+	u.queued = true
+	u.running(clock.Now(), running)
+	clock.Advance(d)
+	u.running(clock.Now(), running)
+	if bound {
+		u.waitArea = float64(d)
+	}
+	for range units {
+		u.complete(1, cost, busy, false)
+	}
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	ctl.adapt(clock.Now())
+	return u.state.Last
 }
 
 // TestAutoCapacityProbesDown: where the units run about as much longer than alone at any
@@ -506,30 +525,15 @@ func TestAutoCapacityOneOutlierDoesNotMoveIt(t *testing.T) {
 // but their estimated costs do not (heavy units held back for quick ones); each probe
 // undone makes the next wait twice as long.
 func TestAutoCapacityProbesDown(t *testing.T) {
-	clock := NewManualClock(time.Unix(1_700_000_000, 0))
-	ctl := New(autoConfig(90*time.Millisecond), clock)
+	clock, ctl := settledAt(90 * time.Millisecond)
 	u := &ctl.tune
-	u.solo[1] = math.Log(0.01) // 10 ms alone
-	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
 	// windowOf runs a window of d through which units waited for capacity and running
-	// units ran, with 100 units that ran 2.5 times as long as alone, charged cost each, and
-	// returns its decision; window is one of 2 s with four running.
-	var windowOf func(cost time.Duration, running int, d time.Duration) Decision
-	window := func(cost time.Duration) Decision { return windowOf(cost, 4, 2*time.Second) }
-	windowOf = func(cost time.Duration, running int, d time.Duration) Decision {
-		u.queued = true
-		u.running(clock.Now(), running)
-		clock.Advance(d)
-		u.running(clock.Now(), running)
-		u.waitArea = float64(2 * time.Second)
-		for range 100 {
-			u.complete(1, cost, 25*time.Millisecond, false)
-		}
-		ctl.mu.Lock()
-		defer ctl.mu.Unlock()
-		ctl.adapt(clock.Now())
-		return ctl.tune.state.Last
+	// units ran, with 100 units that ran 2.5 times as long as alone, charged cost each;
+	// window is one of 2 s with four running.
+	windowOf := func(cost time.Duration, running int, d time.Duration) Decision {
+		return endWindow(clock, ctl, d, running, 100, cost, 25*time.Millisecond, true)
 	}
+	window := func(cost time.Duration) Decision { return windowOf(cost, 4, 2*time.Second) }
 	ms := time.Millisecond
 	for range probeHolds - 1 {
 		require.Equal(t, DecisionHold, window(10*ms))
