@@ -262,15 +262,14 @@ type tuner struct {
 	belowN, floorLeft     int
 	restores              int
 	holds                 int // windows in a row that held during the descent
-	// calm counts the windows in a row that held near the target while the capacity bound
-	// the units, outside a descent; calmRate and calmCost sum the rates of those of them
-	// without a solo check, calmN. probing: the descent began with a probe and has not
-	// kept a step yet; probeFails counts the probes undone since one was last kept.
-	calm, calmN        int
-	calmRate, calmCost float64
-	probing            bool
-	probeFails         int
-	state              AutoState
+	// calm is the run of windows that held near the target while the capacity bound the
+	// units, outside a descent, that a probe waits for. probing: the descent began with a
+	// probe and has not kept a step yet; probeFails counts the probes undone since one was
+	// last kept.
+	calm       calmRun
+	probing    bool
+	probeFails int
+	state      AutoState
 }
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
@@ -538,23 +537,36 @@ func (c *Controller) adapt(now time.Time) {
 func (u *tuner) probe(capacity, next time.Duration, d Decision, bound bool, rate, work, level float64, a AutoConfig) (time.Duration, Decision) {
 	lower := time.Duration(float64(capacity) / descentStep)
 	if d != DecisionHold || !bound || !u.warm || u.descending || u.floorLeft > 0 || lower < a.Min {
-		u.calm, u.calmN, u.calmRate, u.calmCost = 0, 0, 0, 0
+		u.calm = calmRun{}
 		return next, d
 	}
-	u.calm++
+	u.calm.windows++
 	if u.soloTime == 0 {
-		u.calmN++
-		u.calmRate += rate
-		u.calmCost += work
+		u.calm.timed++
+		u.calm.rate += rate
+		u.calm.work += work
 	}
-	if u.calm < probeHolds<<min(u.probeFails, probeDoublings) || u.calmN < 2 {
+	if u.calm.windows < probeHolds<<min(u.probeFails, probeDoublings) || u.calm.timed < 2 {
 		return next, d
 	}
-	n := float64(u.calmN)
-	u.anchor(capacity, u.calmRate/n, u.calmCost/n, level)
+	n := float64(u.calm.timed)
+	u.anchor(capacity, u.calm.rate/n, u.calm.work/n, level)
 	u.descending, u.probing, u.holds = true, true, 0
-	u.calm, u.calmN, u.calmRate, u.calmCost = 0, 0, 0, 0
+	u.calm = calmRun{}
 	return lower, DecisionProbe
+}
+
+// calmRun counts the windows in a row before a probe; rate and work sum the units and
+// estimated costs completed a second in those of them without a solo check (timed).
+type calmRun struct {
+	windows, timed int
+	rate, work     float64
+}
+
+// probeUndone ends a probe that was not kept: the next waits longer (see probe).
+func (u *tuner) probeUndone() {
+	u.probing = false
+	u.probeFails++
 }
 
 // judgeDescent weighs a window of a descent by its stretch and the work it did (see
@@ -575,8 +587,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 		// The descent begins, measured from here (see probe).
 	case d == DecisionUp || d == DecisionIdle || d == DecisionRestore || u.holds >= descentHolds:
 		if u.probing {
-			u.probing = false
-			u.probeFails++ // undone before the work was judged
+			u.probeUndone() // before the work was judged
 		}
 		u.descending = false
 	case !u.descending:
@@ -622,10 +633,8 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 		next, d = u.anchorCap, DecisionRestore
 		u.descending = false
 		if u.probing {
-			// A probe undone: the next waits longer (see probe); the stretch has no
-			// move down to hold off.
-			u.probing = false
-			u.probeFails++
+			// The stretch has no move down to hold off.
+			u.probeUndone()
 			break
 		}
 		u.floorCap, u.floorLeft = u.anchorCap, restoreWindows<<min(u.restores, restoreDoublings)
