@@ -80,6 +80,10 @@ const (
 	soloUnits    = 8
 	soloAgree    = 1.25
 	soloOff      = 2
+	// fastUnits is the fewest units of a type in a window to tell that its solo time is
+	// too high (see soloType.fast): a type's units differ (one type may be all the
+	// statements of an interaction), and a few of them run faster than its average alone.
+	fastUnits = 8
 	// soloWeight is the weight of a new solo time in its type's moving average (in logs).
 	soloWeight = 0.25
 	// maxTuneTypes bounds the types kept.
@@ -120,6 +124,19 @@ const (
 	// probeHolds<<probeDoublings; a kept probe starts over.
 	probeHolds     = 3
 	probeDoublings = 3
+	// A climb (moves up in a row, by the stretch, once settled) must do what it is for
+	// too: once the capacity is descentStep times over where it began, two windows there
+	// must complete climbGain times the units or the estimated costs a second of the
+	// window or two before it began. When they do not, the capacity goes back to where
+	// the climb began, and the stretch does not move it over that for restoreWindows
+	// windows, twice as long for each climb undone in a row (up to
+	// restoreWindows<<restoreDoublings), unless it reads so low that the knee is far up
+	// (the square root of the target: the slow start resumes). Units admitted past what
+	// the database completes only queue inside it, in front of short ones, and a stretch
+	// that reads under the target there (solo times timed while the database's host was
+	// busier, a database whose processors its clients share, where the stretch hardly
+	// moves with the capacity) took the capacity to ten times the best for the work.
+	climbGain = 1.05
 )
 
 // Decision is what the adaptive capacity did at the end of a window.
@@ -194,13 +211,8 @@ type tuner struct {
 	start time.Time // of the current window
 	// queued: a unit waited for capacity during the window.
 	queued bool
-	// solo maps each type to the moving average of the logs of its busy times alone (in
-	// seconds).
-	solo map[uint64]float64
-	// sum and n: the logs of this window's units' stretches (each unit's busy time over its
-	// type's solo time), and how many.
-	sum       float64
-	n         int
+	// solo maps each type to its solo time and its units in the window.
+	solo      map[uint64]soloType
 	completed int
 	// costs is the sum of the estimated costs of the window's completed units; untimed
 	// counts those of types with no solo time that did not run alone.
@@ -269,12 +281,24 @@ type tuner struct {
 	calm       calmRun
 	probing    bool
 	probeFails int
-	state      AutoState
+	// climbCap is where the capacity began to climb (0: it does not), climbRate and
+	// climbWork the units and estimated costs completed a second there, and aboveRate,
+	// aboveWork and aboveN those summed over the windows since at a capacity descentStep
+	// times over it; climbHolds counts the windows in a row that held below that, and
+	// climbFails the climbs undone since one was kept. ceilCap is the capacity the
+	// stretch does not move it over for ceilLeft more windows, after a climb undone.
+	climbCap, ceilCap    time.Duration
+	climbRate, climbWork float64
+	aboveRate, aboveWork float64
+	aboveN, climbHolds   int
+	climbFails, ceilLeft int
+	prevWork             float64
+	state                AutoState
 }
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
 	cfg = cfg.withDefaults()
-	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]float64{}, windows: soloEvery, every: soloEvery, blind: true}
+	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]soloType{}, windows: soloEvery, every: soloEvery, blind: true}
 	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Target: cfg.Stretch}
 }
 
@@ -319,6 +343,14 @@ func (c *Controller) noteWaits(now time.Time) {
 // soloOnly says whether a solo check holds back every unit while another runs.
 func (c *Controller) soloOnly() bool { return c.tune.checking && c.running > 0 }
 
+// soloType is what the tuner knows of a type: log is the moving average of the logs of
+// its busy times alone (in seconds), its solo time; sum and n are the logs of the busy
+// times of its units that completed in the window, outside solo checks, and how many.
+type soloType struct {
+	log, sum float64
+	n        int
+}
+
 // complete records a unit's busy time; alone says it ran with no other unit at the
 // database throughout. It returns whether a solo check has timed enough units alone.
 func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool {
@@ -326,28 +358,30 @@ func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool 
 	u.costs += cost
 	l := math.Log(max(busy, time.Microsecond).Seconds())
 	s, ok := u.solo[typ]
-	if alone {
-		u.state.SoloUnits++
-		switch {
-		case ok:
-			u.solo[typ] = s + soloWeight*(l-s)
+	switch {
+	case ok:
+		if alone {
+			u.state.SoloUnits++
 			if u.checking {
-				u.drift += math.Abs(l - s)
+				u.drift += math.Abs(l - s.log)
 				u.driftN++
 			}
-		case len(u.solo) < maxTuneTypes:
-			u.solo[typ] = l
+			s.log += soloWeight * (l - s.log)
 		}
-		if u.checking {
-			u.checked++
-			return u.checked >= soloUnits // a unit timed in a check is no sign of the load
+		if !alone || !u.checking {
+			s.sum += l
+			s.n++
 		}
-	}
-	if ok {
-		u.sum += l - s
-		u.n++
-	} else if !alone {
+		u.solo[typ] = s
+	case alone && len(u.solo) < maxTuneTypes:
+		u.state.SoloUnits++
+		u.solo[typ] = soloType{log: l}
+	case !alone:
 		u.untimed++
+	}
+	if alone && u.checking {
+		u.checked++
+		return u.checked >= soloUnits // a unit timed in a check is no sign of the load
 	}
 	return false
 }
@@ -386,12 +420,49 @@ func (c *Controller) check(now time.Time) bool {
 }
 
 // stretch is the window's: the geometric mean of its units' busy times over their types'
-// solo times.
-func (u *tuner) stretch() (float64, int) {
-	if u.n == 0 {
-		return 0, 0
+// solo times, and how many units it is of. fast says some type's units ran faster than
+// alone, which they cannot (see fastUnits): its solo time is too high, and those units
+// count as run as fast as alone.
+func (u *tuner) stretch() (stretch float64, n int, fast bool) {
+	sum := 0.0
+	for _, s := range u.solo {
+		d := s.sum - float64(s.n)*s.log
+		if s.fast() {
+			d, fast = 0, true
+		}
+		sum += d
+		n += s.n
 	}
-	return math.Exp(u.sum / float64(u.n)), u.n
+	if n == 0 {
+		return 0, 0, false
+	}
+	return math.Exp(sum / float64(n)), n, fast
+}
+
+// fast says whether the type's units in the window, fastUnits at least, ran more than
+// soloOff times faster than alone on average: timed while the database was slower (at a cold
+// start, say, while it still flushed a bulk load, or beside a burst of other work on its
+// host), its solo time reads a stretch that is too low by as much for every unit of the
+// type, and the capacity would climb on it. (A type whose units are timed alone only
+// seldom, as heavy ones in a solo check that goes shortest first, kept such a time for
+// minutes.)
+func (s soloType) fast() bool {
+	return s.n >= fastUnits && s.sum < float64(s.n)*(s.log-math.Log(soloOff))
+}
+
+// resetTypes starts the types' window over; a type whose units ran faster than alone
+// takes their time as its solo time.
+func (u *tuner) resetTypes() {
+	for typ, s := range u.solo {
+		if s.n == 0 {
+			continue
+		}
+		if s.fast() {
+			s.log = s.sum / float64(s.n)
+		}
+		s.sum, s.n = 0, 0
+		u.solo[typ] = s
+	}
 }
 
 // adapt ends the window if it is over, and moves the capacity; c.mu is held.
@@ -412,7 +483,7 @@ func (c *Controller) adapt(now time.Time) {
 	conc := u.area / float64(measured)
 	bound := u.waitArea >= bindingUse*float64(measured)
 	queued := u.queued || c.waiting() > 0
-	stretch, n := u.stretch()
+	stretch, n, fast := u.stretch()
 	// level is the stretch the capacity moves by: once settled, the median of this
 	// window's and the two before, so that one window's outlier (units that a burst of the
 	// clients' own work on the database's host slowed, or solo times that one check put
@@ -442,6 +513,7 @@ func (c *Controller) adapt(now time.Time) {
 	u.state.Stretch, u.state.Gain, u.state.Target = stretch, gain, a.Stretch
 	capacity := c.cfg.Capacity
 	next, d := capacity, DecisionHold
+	climb := false // the stretch moved it up
 	step := a.Step
 	if !u.warm {
 		step = 1 // the slow start doubles
@@ -449,7 +521,7 @@ func (c *Controller) adapt(now time.Time) {
 	switch {
 	case !queued:
 		d = DecisionIdle
-	case n >= minTuneSamples && level*deadBand < 1:
+	case fast || n >= minTuneSamples && level*deadBand < 1:
 		// The units ran faster than alone, which they cannot: their solo times are too
 		// high, timed while the database was slower (at a cold start, say, while it still
 		// flushed a bulk load). The window tells nothing; a solo check follows at once, in
@@ -484,6 +556,7 @@ func (c *Controller) adapt(now time.Time) {
 		switch {
 		case r > deadBand && bound:
 			d, next = DecisionUp, grow(capacity, math.Min(m-1, step))
+			climb = true
 		case r < 1/deadBand:
 			d, next = DecisionDown, shrink(capacity, math.Min(1/m-1, step))
 			u.warm = u.warm || bound
@@ -497,6 +570,13 @@ func (c *Controller) adapt(now time.Time) {
 	if n >= minTuneSamples && (level > soloOff*a.Stretch || soloOff*level < a.Stretch) {
 		u.every = soloEvery // far off: the solo times may have moved
 	}
+	if climb && u.ceilLeft > 0 && level >= math.Sqrt(a.Stretch) {
+		next = min(next, max(capacity, u.ceilCap)) // see climbGain
+		if next == capacity {
+			d = DecisionHold
+		}
+	}
+	next, d = u.judgeClimb(capacity, next, d, climb, rate, work)
 	next, d = u.probe(capacity, next, d, bound, rate, work, level, a)
 	next, d = u.judgeDescent(capacity, next, d, rate, work, stretch, level, a)
 	next = min(max(next, a.Min), a.Max)
@@ -512,7 +592,7 @@ func (c *Controller) adapt(now time.Time) {
 	u.state.Decided[d]++
 	if d != DecisionStall {
 		// A stall is not what the next window is compared with: the window before it is.
-		u.prevRate, u.prevStr = rate, stretch
+		u.prevRate, u.prevStr, u.prevWork = rate, stretch, work
 		if n >= minTuneSamples {
 			u.recent = [2]float64{stretch, u.recent[0]}
 		}
@@ -524,9 +604,10 @@ func (c *Controller) adapt(now time.Time) {
 		// Units ran nearly as fast as alone while the capacity held others back: the knee
 		// is far up (the load moved to larger units, or the database got faster). The slow
 		// start resumes, with its short windows and doublings.
-		u.warm = false
+		u.warm, u.ceilLeft = false, 0
 	}
-	u.sum, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0
+	u.completed, u.costs, u.untimed = 0, 0, 0
+	u.resetTypes()
 }
 
 // probe counts the windows that held near the target while the capacity bound the units
@@ -554,6 +635,57 @@ func (u *tuner) probe(capacity, next time.Duration, d Decision, bound bool, rate
 	u.descending, u.probing, u.holds = true, true, 0
 	u.calm = calmRun{}
 	return lower, DecisionProbe
+}
+
+// judgeClimb weighs a window of a climb by the work it did (see climbGain): capacity is
+// what the window ran at, next and d what the stretch decided, climb whether it moved the
+// capacity up, rate and work its units and estimated costs completed a second. It
+// returns the move.
+func (u *tuner) judgeClimb(capacity, next time.Duration, d Decision, climb bool, rate, work float64) (time.Duration, Decision) {
+	if u.ceilLeft > 0 {
+		u.ceilLeft--
+	}
+	switch {
+	case !u.warm || d == DecisionDown || d == DecisionIdle || d == DecisionRestore || d == DecisionUp && !climb:
+		// A slow start's doublings, and those for units run one at a time, are not
+		// judged; a move down or a window with nothing waiting ends a climb.
+		u.climbCap = 0
+	case u.climbCap == 0:
+		if climb {
+			u.climbCap, u.climbRate, u.climbWork = capacity, rate, work
+			if !u.moved && u.prevRate > 0 {
+				// The window before ran at the same capacity: the two, less noisy.
+				u.climbRate, u.climbWork = (rate+u.prevRate)/2, (work+u.prevWork)/2
+			}
+			u.aboveRate, u.aboveWork, u.aboveN, u.climbHolds = 0, 0, 0, 0
+		}
+	case u.soloTime > 0 || d == DecisionStall || d == DecisionSparse:
+		// A solo check's window does less work whatever the capacity, a stall's or a
+		// sparse one's tells nothing.
+	case float64(capacity) >= descentStep*float64(u.climbCap):
+		u.aboveRate += rate
+		u.aboveWork += work
+		u.aboveN++
+		if u.aboveN < 2 {
+			break
+		}
+		n := float64(u.aboveN)
+		if u.aboveRate/n >= climbGain*u.climbRate || u.aboveWork/n >= climbGain*u.climbWork {
+			u.climbCap, u.climbFails = 0, 0 // more work: kept
+			break
+		}
+		next, d = u.climbCap, DecisionRestore
+		u.ceilCap, u.ceilLeft = u.climbCap, restoreWindows<<min(u.climbFails, restoreDoublings)
+		u.climbCap = 0
+		u.climbFails++
+	case climb:
+		u.climbHolds = 0
+	default:
+		if u.climbHolds++; u.climbHolds >= descentHolds {
+			u.climbCap = 0 // settled under descentStep times where it began
+		}
+	}
+	return next, d
 }
 
 // calmRun counts the windows in a row before a probe; rate and work sum the units and

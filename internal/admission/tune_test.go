@@ -337,7 +337,7 @@ func TestAutoCapacityHeavyUnitsAloneDoNotGrowIt(t *testing.T) {
 		clock := NewManualClock(time.Unix(1_700_000_000, 0))
 		ctl := New(autoConfig(100*time.Millisecond), clock)
 		u := &ctl.tune
-		u.solo[1] = math.Log(0.01) // 10 ms alone
+		u.solo[1] = soloType{log: math.Log(0.01)} // 10 ms alone
 		u.warm, u.windows, u.queued = true, 0, true
 		u.running(clock.Now(), 1)
 		clock.Advance(time.Second)
@@ -372,8 +372,12 @@ func TestAutoCapacitySoloChecksBackOff(t *testing.T) {
 	db.run(30 * time.Second)
 	rate := db.run(10 * time.Second)
 	require.Greater(t, rate, 0.9*200, "throughput at half the speed")
-	require.InDelta(t, before.Seconds(), db.ctl.Snapshot().Capacity.Seconds(), 0.3*before.Seconds(),
-		"the same units of cost, twice as long alone: the same capacity")
+	// The same units of cost, twice as long alone: the capacity stays where the work is
+	// done, over the knee (4 units, 40 ms of cost) and not past where it was by more than
+	// a climb's judged step (see climbGain).
+	after := db.ctl.Snapshot().Capacity
+	require.Greater(t, after, 40*time.Millisecond)
+	require.Less(t, after.Seconds(), descentStep*before.Seconds(), "capacity %s, before %s", after, before)
 }
 
 // TestAutoCapacityStaleSoloTimes: solo times ten times too high (timed while the database
@@ -384,8 +388,9 @@ func TestAutoCapacityStaleSoloTimes(t *testing.T) {
 	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
 	db.run(40 * time.Second)
 	checks := db.ctl.Snapshot().Auto.Solo
-	for typ := range db.ctl.tune.solo {
-		db.ctl.tune.solo[typ] += math.Log(10)
+	for typ, s := range db.ctl.tune.solo {
+		s.log += math.Log(10)
+		db.ctl.tune.solo[typ] = s
 	}
 	top := time.Duration(0)
 	for range 30 {
@@ -492,7 +497,7 @@ func settledAt(capacity time.Duration) (*ManualClock, *Controller) {
 	clock := NewManualClock(time.Unix(1_700_000_000, 0))
 	ctl := New(autoConfig(capacity), clock)
 	u := &ctl.tune
-	u.solo[1] = math.Log(0.01)
+	u.solo[1] = soloType{log: math.Log(0.01)}
 	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
 	return clock, ctl
 }
@@ -567,4 +572,67 @@ func TestAutoCapacityProbesDown(t *testing.T) {
 	require.Equal(t, DecisionRestore, windowOf(10*ms, 1, 500*time.Millisecond))
 	require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
 	require.Equal(t, 2, u.probeFails)
+}
+
+// TestAutoCapacityFastTypeTakesItsTime: a type whose units run faster than its solo time
+// (timed while the database was slower) would read a stretch too low for all of them and
+// move the capacity up. The window holds, a solo check is due, and the type takes its
+// units' time as its solo time.
+func TestAutoCapacityFastTypeTakesItsTime(t *testing.T) {
+	clock, ctl := settledAt(90 * time.Millisecond)
+	u := &ctl.tune
+	ms := time.Millisecond
+	u.solo[2] = soloType{log: math.Log(0.4)} // 400 ms alone, timed while the database was slower
+	for range 10 {
+		u.complete(2, 100*ms, 120*ms, false)
+	}
+	require.Equal(t, DecisionHold, endWindow(clock, ctl, 2*time.Second, 4, 40, 10*ms, 25*ms, true))
+	require.True(t, u.stale, "a solo check is due at once")
+	require.InDelta(t, 0.12, math.Exp(u.solo[2].log), 0.001)
+	require.Zero(t, u.solo[2].n)
+
+	// The next window reads the stretch of both types.
+	for range 10 {
+		u.complete(2, 100*ms, 300*ms, false)
+	}
+	require.Equal(t, DecisionHold, endWindow(clock, ctl, 2*time.Second, 4, 40, 10*ms, 25*ms, true))
+	require.InDelta(t, 2.5, ctl.Snapshot().Auto.Stretch, 0.05)
+}
+
+// TestAutoCapacityClimbMustBringWork: a stretch under the target moves the capacity up,
+// but where half as much capacity again completes no more units nor costs, the climb is
+// undone, and the stretch does not take it over where it began for a while. A climb that
+// brings more work is kept.
+func TestAutoCapacityClimbMustBringWork(t *testing.T) {
+	ms := time.Millisecond
+	for _, more := range []bool{false, true} {
+		clock, ctl := settledAt(60 * ms)
+		u := &ctl.tune
+		// window runs a window of 2 s with four units running and units waiting
+		// throughout, in which units units ran 1.8 times as long as alone.
+		window := func(units int) Decision {
+			return endWindow(clock, ctl, 2*time.Second, 4, units, 10*ms, 18*ms, true)
+		}
+		require.Equal(t, DecisionHold, window(100), "one window under the target: the median holds")
+		for ctl.Snapshot().Capacity < 90*ms {
+			require.Equal(t, DecisionUp, window(100))
+		}
+		units := 100
+		if more {
+			units = 130
+		}
+		window(units)
+		d := window(units)
+		if more {
+			require.Equal(t, DecisionUp, d, "more work: the climb goes on")
+			require.Greater(t, ctl.Snapshot().Capacity, 90*ms)
+			require.Zero(t, u.ceilLeft)
+			continue
+		}
+		require.Equal(t, DecisionRestore, d, "no more work half as high again")
+		require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
+		require.Equal(t, restoreWindows, u.ceilLeft)
+		require.Equal(t, DecisionHold, window(100), "under the ceiling")
+		require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
+	}
 }
