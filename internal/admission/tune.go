@@ -70,9 +70,13 @@ const (
 	// time until soloUnits units have each run alone, or a quarter of the interval has
 	// passed, so that each type's time alone follows the database (a lost processor makes
 	// every unit slower alone too). Units that run alone at other times count as well.
-	// While checks find the solo times where they were (within soloAgree, averaged in
-	// logs), the windows between them double, up to soloEveryMax: a check holds the
-	// database to one unit at a time, and one that finds nothing new only costs. A check
+	// While checks find the solo times where they were (the units longer or shorter than
+	// them by less than soloAgree, averaged in logs: a shift of them all, not the spread
+	// of a type's units around its average, which for a type of an interaction's varied
+	// statements is wider than that, and kept the checks at every fourth window, some 6%
+	// of the database's time at one unit), the windows between them double, up to
+	// soloEveryMax: a check holds the database to one unit at a time, and one that finds
+	// nothing new only costs. A check
 	// that finds them moved, or a window whose stretch is off the target by more than
 	// soloOff, brings them back to soloEvery.
 	soloEvery    = 4
@@ -160,7 +164,9 @@ const (
 	// the capacity, bound the units.
 	DecisionHold
 	// DecisionRestore: moves down did not bring the stretch down, or cost throughput; the
-	// capacity went back to where the descent last stood, and holds there a while.
+	// capacity went back to where the descent last stood, and holds there a while. Or moves
+	// up brought no more work; it went back to where the climb began, and the stretch does
+	// not take it over that for a while.
 	DecisionRestore
 	// DecisionProbe: the stretch held near the target for a while; the capacity moved
 	// down, to be kept if the work holds there (see probeHolds).
@@ -236,8 +242,9 @@ type tuner struct {
 	checkAt  time.Time
 	checked  int
 	// windows counts the windows since the last solo check, every is how many windows
-	// are due between checks; drift sums how far (in logs) the last check's units of
-	// types timed before ran from their solo times, over driftN units.
+	// are due between checks; drift sums how much longer (in logs, less where shorter)
+	// the last check's units of types timed before ran than their solo times, over driftN
+	// units.
 	windows, every int
 	drift          float64
 	driftN         int
@@ -363,7 +370,7 @@ func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool 
 		if alone {
 			u.state.SoloUnits++
 			if u.checking {
-				u.drift += math.Abs(l - s.log)
+				u.drift += l - s.log
 				u.driftN++
 			}
 			s.log += soloWeight * (l - s.log)
@@ -392,7 +399,7 @@ func (c *Controller) endCheck(now time.Time) {
 	u.running(now, c.running) // the check's time so far counts as solo time
 	u.waits(now, c)
 	u.checking, u.windows = false, 0
-	if u.driftN > 0 && u.drift/float64(u.driftN) < math.Log(soloAgree) {
+	if u.driftN > 0 && math.Abs(u.drift/float64(u.driftN)) < math.Log(soloAgree) {
 		u.every = min(2*u.every, soloEveryMax)
 	} else {
 		u.every = soloEvery

@@ -636,3 +636,25 @@ func TestAutoCapacityClimbMustBringWork(t *testing.T) {
 		require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
 	}
 }
+
+// TestAutoCapacitySoloChecksSpreadIsNoShift: a type's units spread widely around its solo
+// time (one type may be all the statements of an interaction). A check whose units spread
+// so, half shorter and half longer, finds the solo time where it was, and the checks back
+// off; one whose units all ran twice as long finds it moved.
+func TestAutoCapacitySoloChecksSpreadIsNoShift(t *testing.T) {
+	clock, ctl := settledAt(90 * time.Millisecond)
+	u := &ctl.tune
+	ms := time.Millisecond
+	check := func(busy ...time.Duration) int {
+		ctl.mu.Lock()
+		defer ctl.mu.Unlock()
+		u.checking, u.drift, u.driftN = true, 0, 0
+		for _, b := range busy {
+			u.complete(1, 10*ms, b, true)
+		}
+		ctl.endCheck(clock.Now())
+		return u.every
+	}
+	require.Equal(t, 2*soloEvery, check(5*ms, 20*ms, 20*ms, 5*ms, 5*ms, 20*ms, 20*ms, 5*ms), "no shift: backs off")
+	require.Equal(t, soloEvery, check(20*ms, 20*ms, 20*ms, 20*ms, 20*ms, 20*ms, 20*ms, 20*ms), "twice as long: moved")
+}
