@@ -84,10 +84,6 @@ const (
 	soloUnits    = 8
 	soloAgree    = 1.25
 	soloOff      = 2
-	// fastUnits is the fewest units of a type in a window to tell that its solo time is
-	// too high (see soloType.fast): a type's units differ (one type may be all the
-	// statements of an interaction), and a few of them run faster than its average alone.
-	fastUnits = 8
 	// soloWeight is the weight of a new solo time in its type's moving average (in logs).
 	soloWeight = 0.25
 	// maxTuneTypes bounds the types kept.
@@ -217,8 +213,13 @@ type tuner struct {
 	start time.Time // of the current window
 	// queued: a unit waited for capacity during the window.
 	queued bool
-	// solo maps each type to its solo time and its units in the window.
-	solo      map[uint64]soloType
+	// solo maps each type to the moving average of the logs of its busy times alone (in
+	// seconds).
+	solo map[uint64]float64
+	// sum and n: the logs of this window's units' stretches (each unit's busy time over its
+	// type's solo time), and how many.
+	sum       float64
+	n         int
 	completed int
 	// costs is the sum of the estimated costs of the window's completed units; untimed
 	// counts those of types with no solo time that did not run alone.
@@ -305,7 +306,7 @@ type tuner struct {
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
 	cfg = cfg.withDefaults()
-	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]soloType{}, windows: soloEvery, every: soloEvery, blind: true}
+	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]float64{}, windows: soloEvery, every: soloEvery, blind: true}
 	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Target: cfg.Stretch}
 }
 
@@ -350,14 +351,6 @@ func (c *Controller) noteWaits(now time.Time) {
 // soloOnly says whether a solo check holds back every unit while another runs.
 func (c *Controller) soloOnly() bool { return c.tune.checking && c.running > 0 }
 
-// soloType is what the tuner knows of a type: log is the moving average of the logs of
-// its busy times alone (in seconds), its solo time; sum and n are the logs of the busy
-// times of its units that completed in the window, outside solo checks, and how many.
-type soloType struct {
-	log, sum float64
-	n        int
-}
-
 // complete records a unit's busy time; alone says it ran with no other unit at the
 // database throughout. It returns whether a solo check has timed enough units alone.
 func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool {
@@ -365,30 +358,28 @@ func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool 
 	u.costs += cost
 	l := math.Log(max(busy, time.Microsecond).Seconds())
 	s, ok := u.solo[typ]
-	switch {
-	case ok:
-		if alone {
-			u.state.SoloUnits++
+	if alone {
+		u.state.SoloUnits++
+		switch {
+		case ok:
+			u.solo[typ] = s + soloWeight*(l-s)
 			if u.checking {
-				u.drift += l - s.log
+				u.drift += l - s
 				u.driftN++
 			}
-			s.log += soloWeight * (l - s.log)
+		case len(u.solo) < maxTuneTypes:
+			u.solo[typ] = l
 		}
-		if !alone || !u.checking {
-			s.sum += l
-			s.n++
+		if u.checking {
+			u.checked++
+			return u.checked >= soloUnits // a unit timed in a check is no sign of the load
 		}
-		u.solo[typ] = s
-	case alone && len(u.solo) < maxTuneTypes:
-		u.state.SoloUnits++
-		u.solo[typ] = soloType{log: l}
-	case !alone:
-		u.untimed++
 	}
-	if alone && u.checking {
-		u.checked++
-		return u.checked >= soloUnits // a unit timed in a check is no sign of the load
+	if ok {
+		u.sum += l - s
+		u.n++
+	} else if !alone {
+		u.untimed++
 	}
 	return false
 }
@@ -427,49 +418,12 @@ func (c *Controller) check(now time.Time) bool {
 }
 
 // stretch is the window's: the geometric mean of its units' busy times over their types'
-// solo times, and how many units it is of. fast says some type's units ran faster than
-// alone, which they cannot (see fastUnits): its solo time is too high, and those units
-// count as run as fast as alone.
-func (u *tuner) stretch() (stretch float64, n int, fast bool) {
-	sum := 0.0
-	for _, s := range u.solo {
-		d := s.sum - float64(s.n)*s.log
-		if s.fast() {
-			d, fast = 0, true
-		}
-		sum += d
-		n += s.n
+// solo times.
+func (u *tuner) stretch() (float64, int) {
+	if u.n == 0 {
+		return 0, 0
 	}
-	if n == 0 {
-		return 0, 0, false
-	}
-	return math.Exp(sum / float64(n)), n, fast
-}
-
-// fast says whether the type's units in the window, fastUnits at least, ran more than
-// soloOff times faster than alone on average: timed while the database was slower (at a cold
-// start, say, while it still flushed a bulk load, or beside a burst of other work on its
-// host), its solo time reads a stretch that is too low by as much for every unit of the
-// type, and the capacity would climb on it. (A type whose units are timed alone only
-// seldom, as heavy ones in a solo check that goes shortest first, kept such a time for
-// minutes.)
-func (s soloType) fast() bool {
-	return s.n >= fastUnits && s.sum < float64(s.n)*(s.log-math.Log(soloOff))
-}
-
-// resetTypes starts the types' window over; a type whose units ran faster than alone
-// takes their time as its solo time.
-func (u *tuner) resetTypes() {
-	for typ, s := range u.solo {
-		if s.n == 0 {
-			continue
-		}
-		if s.fast() {
-			s.log = s.sum / float64(s.n)
-		}
-		s.sum, s.n = 0, 0
-		u.solo[typ] = s
-	}
+	return math.Exp(u.sum / float64(u.n)), u.n
 }
 
 // adapt ends the window if it is over, and moves the capacity; c.mu is held.
@@ -490,7 +444,7 @@ func (c *Controller) adapt(now time.Time) {
 	conc := u.area / float64(measured)
 	bound := u.waitArea >= bindingUse*float64(measured)
 	queued := u.queued || c.waiting() > 0
-	stretch, n, fast := u.stretch()
+	stretch, n := u.stretch()
 	// level is the stretch the capacity moves by: once settled, the median of this
 	// window's and the two before, so that one window's outlier (units that a burst of the
 	// clients' own work on the database's host slowed, or solo times that one check put
@@ -528,7 +482,7 @@ func (c *Controller) adapt(now time.Time) {
 	switch {
 	case !queued:
 		d = DecisionIdle
-	case fast || n >= minTuneSamples && level*deadBand < 1:
+	case n >= minTuneSamples && level*deadBand < 1:
 		// The units ran faster than alone, which they cannot: their solo times are too
 		// high, timed while the database was slower (at a cold start, say, while it still
 		// flushed a bulk load). The window tells nothing; a solo check follows at once, in
@@ -613,8 +567,7 @@ func (c *Controller) adapt(now time.Time) {
 		// start resumes, with its short windows and doublings.
 		u.warm, u.ceilLeft = false, 0
 	}
-	u.completed, u.costs, u.untimed = 0, 0, 0
-	u.resetTypes()
+	u.sum, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0
 }
 
 // probe counts the windows that held near the target while the capacity bound the units
