@@ -267,19 +267,17 @@ type tuner struct {
 	// descending: the capacity moved down and has not moved up since. anchorCap is the
 	// capacity at which the descent's stretch and throughput were last measured (0: not
 	// yet, the window after the first move down measures them), anchorStr and anchorRate
-	// those, and belowStr, belowSum and belowN the stretches and rates of the windows
+	// those, and below the rates, estimated costs and stretches of the windows
 	// since at a capacity descentStep times under it.
 	// floorCap is the least capacity for floorLeft more windows, after a restore;
 	// restores counts the restores since a descent was last kept.
-	// anchorCost and belowCost are the estimated costs completed a second at the anchor
-	// and summed over the windows below it.
+	// anchorCost is the estimated costs completed a second at the anchor.
 	descending            bool
 	anchorCap, floorCap   time.Duration
 	anchorRate            float64
-	anchorStr, belowStr   float64
-	anchorCost, belowCost float64
-	belowSum              float64
-	belowN, floorLeft     int
+	anchorStr, anchorCost float64
+	below                 windowSums
+	floorLeft             int
 	restores              int
 	holds                 int // windows in a row that held during the descent
 	// calm is the run of windows that held near the target while the capacity bound the
@@ -290,15 +288,14 @@ type tuner struct {
 	probing    bool
 	probeFails int
 	// climbCap is where the capacity began to climb (0: it does not), climbRate and
-	// climbWork the units and estimated costs completed a second there, and aboveRate,
-	// aboveWork and aboveN those summed over the windows since at a capacity descentStep
-	// times over it; climbHolds counts the windows in a row that held below that, and
+	// climbWork the units and estimated costs completed a second there, and above those
+	// of the windows since at a capacity descentStep times over it; climbHolds counts the windows in a row that held below that, and
 	// climbFails the climbs undone since one was kept. ceilCap is the capacity the
 	// stretch does not move it over for ceilLeft more windows, after a climb undone.
 	climbCap, ceilCap    time.Duration
 	climbRate, climbWork float64
-	aboveRate, aboveWork float64
-	aboveN, climbHolds   int
+	above                windowSums
+	climbHolds           int
 	climbFails, ceilLeft int
 	prevWork             float64
 	state                AutoState
@@ -531,13 +528,7 @@ func (c *Controller) adapt(now time.Time) {
 	if n >= minTuneSamples && (level > soloOff*a.Stretch || soloOff*level < a.Stretch) {
 		u.every = soloEvery // far off: the solo times may have moved
 	}
-	if climb && u.ceilLeft > 0 && level >= math.Sqrt(a.Stretch) {
-		next = min(next, max(capacity, u.ceilCap)) // see climbGain
-		if next == capacity {
-			d = DecisionHold
-		}
-	}
-	next, d = u.judgeClimb(capacity, next, d, climb, rate, work)
+	next, d = u.judgeClimb(capacity, next, d, climb, rate, work, level, a)
 	next, d = u.probe(capacity, next, d, bound, rate, work, level, a)
 	next, d = u.judgeDescent(capacity, next, d, rate, work, stretch, level, a)
 	next = min(max(next, a.Min), a.Max)
@@ -583,15 +574,13 @@ func (u *tuner) probe(capacity, next time.Duration, d Decision, bound bool, rate
 	}
 	u.calm.windows++
 	if u.soloTime == 0 {
-		u.calm.timed++
-		u.calm.rate += rate
-		u.calm.work += work
+		u.calm.timed.add(rate, work, 0)
 	}
-	if u.calm.windows < probeHolds<<min(u.probeFails, probeDoublings) || u.calm.timed < 2 {
+	if u.calm.windows < probeHolds<<min(u.probeFails, probeDoublings) || u.calm.timed.n < 2 {
 		return next, d
 	}
-	n := float64(u.calm.timed)
-	u.anchor(capacity, u.calm.rate/n, u.calm.work/n, level)
+	m, mc, _ := u.calm.timed.mean()
+	u.anchor(capacity, m, mc, level)
 	u.descending, u.probing, u.holds = true, true, 0
 	u.calm = calmRun{}
 	return lower, DecisionProbe
@@ -599,9 +588,16 @@ func (u *tuner) probe(capacity, next time.Duration, d Decision, bound bool, rate
 
 // judgeClimb weighs a window of a climb by the work it did (see climbGain): capacity is
 // what the window ran at, next and d what the stretch decided, climb whether it moved the
-// capacity up, rate and work its units and estimated costs completed a second. It
-// returns the move.
-func (u *tuner) judgeClimb(capacity, next time.Duration, d Decision, climb bool, rate, work float64) (time.Duration, Decision) {
+// capacity up, rate and work its units and estimated costs completed a second, level the
+// stretch the move went by. It returns the move, which a climb undone before holds under
+// its ceiling.
+func (u *tuner) judgeClimb(capacity, next time.Duration, d Decision, climb bool, rate, work, level float64, a AutoConfig) (time.Duration, Decision) {
+	if climb && u.ceilLeft > 0 && level >= math.Sqrt(a.Stretch) {
+		next = min(next, max(capacity, u.ceilCap))
+		if next == capacity {
+			d = DecisionHold
+		}
+	}
 	if u.ceilLeft > 0 {
 		u.ceilLeft--
 	}
@@ -617,20 +613,17 @@ func (u *tuner) judgeClimb(capacity, next time.Duration, d Decision, climb bool,
 				// The window before ran at the same capacity: the two, less noisy.
 				u.climbRate, u.climbWork = (rate+u.prevRate)/2, (work+u.prevWork)/2
 			}
-			u.aboveRate, u.aboveWork, u.aboveN, u.climbHolds = 0, 0, 0, 0
+			u.above, u.climbHolds = windowSums{}, 0
 		}
 	case u.soloTime > 0 || d == DecisionStall || d == DecisionSparse:
 		// A solo check's window does less work whatever the capacity, a stall's or a
 		// sparse one's tells nothing.
 	case float64(capacity) >= descentStep*float64(u.climbCap):
-		u.aboveRate += rate
-		u.aboveWork += work
-		u.aboveN++
-		if u.aboveN < 2 {
+		u.above.add(rate, work, 0)
+		if u.above.n < 2 {
 			break
 		}
-		n := float64(u.aboveN)
-		if u.aboveRate/n >= climbGain*u.climbRate || u.aboveWork/n >= climbGain*u.climbWork {
+		if m, mc, _ := u.above.mean(); m >= climbGain*u.climbRate || mc >= climbGain*u.climbWork {
 			u.climbCap, u.climbFails = 0, 0 // more work: kept
 			break
 		}
@@ -648,11 +641,31 @@ func (u *tuner) judgeClimb(capacity, next time.Duration, d Decision, climb bool,
 	return next, d
 }
 
-// calmRun counts the windows in a row before a probe; rate and work sum the units and
-// estimated costs completed a second in those of them without a solo check (timed).
+// calmRun counts the windows in a row before a probe; timed sums the units and
+// estimated costs completed a second in those of them without a solo check.
 type calmRun struct {
-	windows, timed int
-	rate, work     float64
+	windows int
+	timed   windowSums
+}
+
+// windowSums sums windows' units and estimated costs completed a second, and their
+// stretches, over n windows.
+type windowSums struct {
+	n                   int
+	rate, work, stretch float64
+}
+
+func (w *windowSums) add(rate, work, stretch float64) {
+	w.n++
+	w.rate += rate
+	w.work += work
+	w.stretch += stretch
+}
+
+// mean is the windows' averages.
+func (w windowSums) mean() (rate, work, stretch float64) {
+	k := float64(w.n)
+	return w.rate / k, w.work / k, w.stretch / k
 }
 
 // probeUndone ends a probe that was not kept: the next waits longer (see probe).
@@ -695,15 +708,11 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 		// Held there: the present's figures, less noisy.
 		u.anchorRate, u.anchorCost, u.anchorStr = (u.anchorRate+rate)/2, (u.anchorCost+work)/2, (u.anchorStr+stretch)/2
 	case float64(capacity)*descentStep <= float64(u.anchorCap):
-		u.belowSum += rate
-		u.belowCost += work
-		u.belowStr += stretch
-		u.belowN++
-		if u.belowN < 2 {
+		u.below.add(rate, work, stretch)
+		if u.below.n < 2 {
 			break
 		}
-		k := float64(u.belowN)
-		m, mc, ms := u.belowSum/k, u.belowCost/k, u.belowStr/k
+		m, mc, ms := u.below.mean()
 		if !u.probing && m >= descentKeep*u.anchorRate && ms*deadBand <= u.anchorStr {
 			// The queue in the database shrank, and no work was lost: go on from here.
 			u.anchor(capacity, m, mc, ms)
@@ -744,7 +753,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 // anchor measures a descent from capacity on: rate, work and stretch are its figures there.
 func (u *tuner) anchor(capacity time.Duration, rate, work, stretch float64) {
 	u.anchorCap, u.anchorRate, u.anchorCost, u.anchorStr = capacity, rate, work, stretch
-	u.belowSum, u.belowCost, u.belowStr, u.belowN = 0, 0, 0, 0
+	u.below = windowSums{}
 }
 
 // median3 is the middle one of a, b and c.
