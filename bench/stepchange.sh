@@ -31,7 +31,8 @@
 # each phase's throughput over its last half against the best static capacity's in that
 # phase (medians over the rounds), each round's ratio against that capacity's run in the
 # same round, and how long the adaptive capacity took to settle after each change: the
-# time from which it stayed within a factor 1.5 of its median over the phase's last half.
+# time from which it stayed within a factor 1.5, and 2, of its median over the phase's last
+# half.
 # Writes bench/results/stepchange/ (README.md, trace.csv).
 #
 # Needs root and the cgroup cpu controller (v1 /sys/fs/cgroup/cpu, or v2 with cpu enabled).
@@ -307,8 +308,8 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "${PHASE} at half and ${PHASE} at full again. A round runs it with \`admission.capacity: auto\` (capacity_interval"
 	echo "$INTERVAL, starting cold) and with each static capacity ($CAPACITIES), in reverse order every other round."
 	echo "Throughput is units completed a second by the proxy (\`gatekeeper_units_total\`), over each phase's last"
-	echo "half; the capacity has settled from the second after which it stayed within a factor 1.5 of its median"
-	echo "over the phase's last half."
+	echo "half; the capacity has settled from the second after which it stayed within a factor 1.5 (the controller's"
+	echo "step once settled, so one move reads as unsettled) and 2 of its median over the phase's last half."
 	echo
 	python3 bench/stepchange_report.py "$TRACE" "$PHASE_S"
 	echo

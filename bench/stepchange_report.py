@@ -12,6 +12,11 @@ import statistics
 import sys
 
 PHASES = [(1, "full"), (2, "half"), (3, "full again")]
+# BANDS: the capacity has settled from the second after which it stays within each factor of
+# its median over the phase's last half. 1.5 is the controller's own step once settled, so a
+# single move reads as unsettled in it; 2 tells a capacity still travelling from one that
+# wanders by a step around its level.
+BANDS = (1.5, 2)
 
 
 def measure(rows, phase, p):
@@ -21,11 +26,14 @@ def measure(rows, phase, p):
     h = a + phase // 2
     cap = [float(r["capacity_s"]) for r in rows]
     med = statistics.median(cap[h:b + 1])
-    settled = a
-    for s in range(b, a - 1, -1):
-        if cap[s] > 1.5 * med or cap[s] < med / 1.5:
-            settled = s + 1
-            break
+    settled = []
+    for band in BANDS:
+        at = a
+        for s in range(b, a - 1, -1):
+            if cap[s] > band * med or cap[s] < med / band:
+                at = s + 1
+                break
+        settled.append(at - a)
     span = b - h
 
     def rate(col, cast):
@@ -34,7 +42,7 @@ def measure(rows, phase, p):
     return {
         "rate": rate("units", int),
         "cap": med,
-        "settled": settled - a,
+        "settled": settled,
         "busy": rate("db_cpu_s", float),
         "refused": rate("refused", int),
     }
@@ -65,9 +73,9 @@ def main():
         return statistics.median(f[key] for f in got[(policy, name)].values())
 
     rounds = sorted(got[("auto", "full")], key=int)
-    print("| phase | state | auto units/s (last half) | auto capacity (median, last half) | settled after "
-          "| best static | its units/s | auto / best | within rounds | database busy, auto / best | refused/s, auto / best |")
-    print("|---|---|---:|---:|---:|---|---:|---:|---|---|---|")
+    print("| phase | state | auto units/s (last half) | auto capacity (median, last half) | "
+          + " | ".join(f"settled after, within {b:g}x" for b in BANDS) + " | best static | its units/s | auto / best | within rounds | database busy, auto / best | refused/s, auto / best |")
+    print("|---|---|---:|---:|" + "---:|" * len(BANDS) + "---|---:|---:|---|---|---|")
     for p, name in PHASES:
         auto = got[("auto", name)]
         best = max(statics, key=lambda c: med(c, name))
@@ -79,7 +87,8 @@ def main():
             f"{auto[r]['rate'] / got[(best, name)][r]['rate']:.2f}" if r in got[(best, name)] else "—" for r in rounds)
         rate = med("auto", name)
         caps = ", ".join(f"{auto[r]['cap'] * 1000:.0f}" for r in rounds)
-        print(f"| {p} | {name} | {rate:.1f} ({each('rate', '.0f')}) | {caps} ms | {each('settled', 'd')} s "
+        settled = " | ".join(", ".join(str(auto[r]["settled"][i]) for r in rounds) + " s" for i in range(len(BANDS)))
+        print(f"| {p} | {name} | {rate:.1f} ({each('rate', '.0f')}) | {caps} ms | {settled} "
               f"| {best} | {br:.1f} | **{rate / br:.2f}** | {within} "
               f"| {each('busy', '.2f')} / {med(best, name, 'busy'):.2f} "
               f"| {each('refused', '.1f')} / {med(best, name, 'refused'):.1f} |")
