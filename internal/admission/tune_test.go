@@ -591,6 +591,18 @@ func TestAutoCapacityClimbMustBringWork(t *testing.T) {
 		for ctl.Snapshot().Capacity < 90*ms {
 			require.Equal(t, DecisionUp, window(100))
 		}
+		// No solo check since the climb began: one is due at once, and the windows
+		// before it ends are not judged.
+		window(100)
+		require.True(t, u.stale, "a check is due before the climb is judged")
+		require.Zero(t, u.above.n)
+		ctl.mu.Lock()
+		u.checking, u.stale = true, false
+		for range soloUnits {
+			u.complete(1, 10*ms, 10*ms, true)
+		}
+		ctl.endCheck(clock.Now())
+		ctl.mu.Unlock()
 		units := 100
 		if more {
 			units = 130
@@ -609,6 +621,35 @@ func TestAutoCapacityClimbMustBringWork(t *testing.T) {
 		require.Equal(t, DecisionHold, window(100), "under the ceiling")
 		require.Equal(t, 60*ms, ctl.Snapshot().Capacity)
 	}
+}
+
+// TestAutoCapacityRoomForUnitsAloneIsJudged: once settled, a window in which units ran one
+// at a time while others waited, as fast as alone, makes room for two of them; but where
+// the capacity made so completes no more work, the climb is undone as the stretch's are.
+func TestAutoCapacityRoomForUnitsAloneIsJudged(t *testing.T) {
+	ms := time.Millisecond
+	clock, ctl := settledAt(100 * ms)
+	u := &ctl.tune
+	window := func() Decision { // 2 s, four running, 40 units 2.5 times as long as alone
+		return endWindow(clock, ctl, 2*time.Second, 4, 40, 10*ms, 25*ms, true)
+	}
+	require.Equal(t, DecisionHold, window())
+	// Half a second of one unit at a time, 20 units of 80 ms as fast as alone.
+	require.Equal(t, DecisionUp, endWindow(clock, ctl, 500*ms, 1, 20, 80*ms, 12*ms, true))
+	require.Equal(t, 200*ms, ctl.Snapshot().Capacity, "half as much again over where it was")
+	require.Equal(t, 100*ms, u.climbCap, "judged as a climb")
+	window()
+	require.True(t, u.stale, "a solo check first")
+	ctl.mu.Lock()
+	u.checking, u.stale = true, false
+	for range soloUnits {
+		u.complete(1, 10*ms, 10*ms, true)
+	}
+	ctl.endCheck(clock.Now())
+	ctl.mu.Unlock()
+	window()
+	require.Equal(t, DecisionRestore, window(), "the same work at twice the capacity")
+	require.Equal(t, 100*ms, ctl.Snapshot().Capacity)
 }
 
 // TestAutoCapacitySoloChecksSpreadIsNoShift: a type's units spread widely around its solo
