@@ -91,9 +91,9 @@ const (
 	// A descent (moves down in a row) must do what it is for: once the capacity is
 	// descentStep times under where the descent's stretch and throughput were last
 	// measured, two windows there must show a stretch lower by deadBand at least (fewer
-	// units, a shorter queue in the database) and keep descentKeep of the throughput, or
-	// keep descentSame of the best throughput the descent measured with the stretch where
-	// it was (fewer units did the same work). When they do not, the capacity goes back up
+	// units, a shorter queue in the database), or the same stretch with descentSame of
+	// the estimated costs completed (fewer units did the same work), and either way keep
+	// descentSame of the best throughput the descent measured. When they do not, the capacity goes back up
 	// to where it stood and holds at least there for restoreWindows windows, unless the
 	// stretch is more than soloOff times the target. Units that run longer than alone for reasons that fewer units do not cure
 	// (the database's processor quota throttling it, its host's processors busy with the
@@ -105,7 +105,6 @@ const (
 	// restoreWindows<<restoreDoublings: where fewer units do not help, a descent tried
 	// every half minute and undone kept the capacity moving by half, for nothing.
 	descentStep      = 1.5
-	descentKeep      = 0.85
 	descentSame      = 0.95
 	restoreWindows   = 15
 	restoreDoublings = 3
@@ -730,9 +729,12 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 			break
 		}
 		m, mc, ms := u.below.mean()
-		if !u.probing && m >= descentKeep*u.anchorRate && ms*deadBand <= u.anchorStr {
-			// The queue in the database shrank, and no work was lost: go on from here.
-			u.anchor(capacity, m, mc, ms)
+		if !u.probing && m >= descentSame*u.anchorRate && ms*deadBand <= u.anchorStr {
+			// The queue in the database shrank, and no work was lost: go on from here,
+			// compared with the descent's best rate so far. (With 85% of the units a
+			// step, descents at 200 clients of the bookstore took the capacity from 121
+			// to 58 ms where 160 ms did the most.)
+			u.anchor(capacity, max(m, u.anchorRate), mc, ms)
 			u.restores = 0
 			break
 		}

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -456,7 +457,7 @@ func TestAutoCapacityRestoresHoldLonger(t *testing.T) {
 // TestAutoCapacityDescentThatKeepsTheWork: units that run as much longer than alone at a
 // lower capacity, but do the same work there, say that what slows them is not their
 // number: the descent goes on. Each step is compared with the descent's best rate, so that
-// losses within the noise do not add up.
+// losses within the noise do not add up. A step whose stretch falls must keep the units too.
 func TestAutoCapacityDescentThatKeepsTheWork(t *testing.T) {
 	a := AutoConfig{Stretch: 2.5}
 	u := &tuner{}
@@ -473,6 +474,19 @@ func TestAutoCapacityDescentThatKeepsTheWork(t *testing.T) {
 	next, d = u.judgeDescent(33*ms, 25*ms, DecisionDown, 93, 93, 4, 4, a)
 	require.Equal(t, DecisionRestore, d, "7% less than the best")
 	require.Equal(t, 50*ms, next)
+
+	// A stretch lower by a third keeps the step with 96% of the units, not with 90%.
+	for _, c := range []struct {
+		rate float64
+		want Decision
+	}{{96, DecisionDown}, {90, DecisionRestore}} {
+		u := &tuner{}
+		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a)
+		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a)
+		u.judgeDescent(50*ms, 40*ms, DecisionDown, c.rate, 70, 3, 3, a)
+		_, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, c.rate, 70, 3, 3, a)
+		require.Equal(t, c.want, d, "%g%% of the units, the stretch down by a third", c.rate)
+	}
 }
 
 // TestAutoCapacityOneOutlierDoesNotMoveIt: once settled, one window whose units ran eight
@@ -499,6 +513,19 @@ func settledAt(capacity time.Duration) (*ManualClock, *Controller) {
 	u.solo[1] = math.Log(0.01)
 	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
 	return clock, ctl
+}
+
+// soloCheck runs a solo check at once in which units of type 1, charged 10 ms each, ran
+// alone for busy each.
+func soloCheck(clock *ManualClock, ctl *Controller, busy ...time.Duration) {
+	u := &ctl.tune
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	u.checking, u.stale, u.drift, u.driftN = true, false, 0, 0
+	for _, b := range busy {
+		u.complete(1, 10*time.Millisecond, b, true)
+	}
+	ctl.endCheck(clock.Now())
 }
 
 // endWindow runs a window of d through which running units ran while others waited, and
@@ -596,13 +623,7 @@ func TestAutoCapacityClimbMustBringWork(t *testing.T) {
 		window(100)
 		require.True(t, u.stale, "a check is due before the climb is judged")
 		require.Zero(t, u.above.n)
-		ctl.mu.Lock()
-		u.checking, u.stale = true, false
-		for range soloUnits {
-			u.complete(1, 10*ms, 10*ms, true)
-		}
-		ctl.endCheck(clock.Now())
-		ctl.mu.Unlock()
+		soloCheck(clock, ctl, slices.Repeat([]time.Duration{10 * ms}, soloUnits)...) // as alone as before
 		units := 100
 		if more {
 			units = 130
@@ -640,13 +661,7 @@ func TestAutoCapacityRoomForUnitsAloneIsJudged(t *testing.T) {
 	require.Equal(t, 100*ms, u.climbCap, "judged as a climb")
 	window()
 	require.True(t, u.stale, "a solo check first")
-	ctl.mu.Lock()
-	u.checking, u.stale = true, false
-	for range soloUnits {
-		u.complete(1, 10*ms, 10*ms, true)
-	}
-	ctl.endCheck(clock.Now())
-	ctl.mu.Unlock()
+	soloCheck(clock, ctl, slices.Repeat([]time.Duration{10 * ms}, soloUnits)...) // as alone as before
 	window()
 	require.Equal(t, DecisionRestore, window(), "the same work at twice the capacity")
 	require.Equal(t, 100*ms, ctl.Snapshot().Capacity)
@@ -661,13 +676,7 @@ func TestAutoCapacitySoloChecksSpreadIsNoShift(t *testing.T) {
 	u := &ctl.tune
 	ms := time.Millisecond
 	check := func(busy ...time.Duration) int {
-		ctl.mu.Lock()
-		defer ctl.mu.Unlock()
-		u.checking, u.drift, u.driftN = true, 0, 0
-		for _, b := range busy {
-			u.complete(1, 10*ms, b, true)
-		}
-		ctl.endCheck(clock.Now())
+		soloCheck(clock, ctl, busy...)
 		return u.every
 	}
 	require.Equal(t, 2*soloEvery, check(5*ms, 20*ms, 20*ms, 5*ms, 5*ms, 20*ms, 20*ms, 5*ms), "no shift: backs off")
