@@ -732,7 +732,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 		if !u.probing && m >= descentSame*u.anchorRate && ms*deadBand <= u.anchorStr {
 			// The queue in the database shrank, and no work was lost: go on from here,
 			// compared with the descent's best rate so far. (With 85% of the units a
-			// step, descents at 200 clients of the bookstore took the capacity from 121
+			// step, descents at 50 clients of the bookstore took the capacity from 121
 			// to 58 ms where 160 ms did the most.)
 			u.anchor(capacity, max(m, u.anchorRate), mc, ms)
 			u.restores = 0
