@@ -64,7 +64,7 @@ func (c *Conn) ForwardCommand(cmd *Command, b *Conn) error {
 	if err := b.writeHeader(cmd.frameLen); err != nil {
 		return err
 	}
-	if _, err := b.w.Write(cmd.Payload); err != nil {
+	if err := b.write(cmd.Payload); err != nil {
 		return err
 	}
 	if err := c.copyPayload(b, cmd.unread); err != nil {
@@ -193,11 +193,14 @@ func (c *Conn) discard(n int) error {
 		if err := c.flushBeforeBlock(1); err != nil {
 			return err
 		}
-		k, err := c.r.Discard(min(n, readBufferSize))
-		n -= k
-		if err != nil {
-			return err
+		if c.buffered() == 0 {
+			if err := c.fill(); err != nil {
+				return err
+			}
 		}
+		k := min(n, c.buffered())
+		c.skip(k)
+		n -= k
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -39,10 +38,25 @@ var (
 
 // Conn frames MySQL packets over a network connection, with buffered reads and writes and
 // the sequence id of each side kept. It is owned by one goroutine at a time.
+//
+// The buffers are its own, and on a socket it reads and writes through rawConn's methods
+// directly: a relayed statement fills and flushes them a handful of times, and every layer
+// between the buffer and the system call (a buffered reader and writer, byte counters
+// behind io.Reader and io.Writer, net.Conn's interface) was paid on each of those calls.
 type Conn struct {
 	netConn net.Conn
-	r       *bufio.Reader
-	w       *bufio.Writer
+	// raw is netConn when it is a socket the poller manages (nil once TLS is on).
+	raw *rawConn
+	// rbuf[rpos:rend] holds what was read and not yet consumed; rerr is the error that
+	// ended the last fill, returned once what is buffered runs out.
+	rbuf       []byte
+	rpos, rend int
+	rerr       error
+	// wbuf[:wn] holds what is written and not yet flushed; werr, once set, fails every
+	// write and flush after it.
+	wbuf []byte
+	wn   int
+	werr error
 	// peer is the other side of the relay; its buffered writes are flushed before this
 	// Conn blocks on a read.
 	peer *Conn
@@ -70,32 +84,140 @@ type Conn struct {
 
 // NewConn wraps c. Sockets get their reads and writes through rawConn.
 func NewConn(c net.Conn) *Conn {
-	cc := &Conn{netConn: newRawConn(c), refused: -1}
-	cc.r = bufio.NewReaderSize(readCounter{cc}, readBufferSize)
-	cc.w = bufio.NewWriterSize(writeCounter{cc}, writeBufferSize)
+	nc := newRawConn(c)
+	cc := &Conn{netConn: nc, refused: -1,
+		rbuf: make([]byte, readBufferSize), wbuf: make([]byte, writeBufferSize)}
+	cc.raw, _ = nc.(*rawConn)
 	return cc
 }
 
-type readCounter struct{ c *Conn }
-
-func (rc readCounter) Read(p []byte) (int, error) {
-	n, err := rc.c.netConn.Read(p)
-	rc.c.BytesRead += uint64(n)
-	if err != nil && rc.c.ioErr == nil {
-		rc.c.ioErr = err
+// readNet reads once from the connection underneath, counting what it read and keeping
+// the first error.
+func (c *Conn) readNet(p []byte) (int, error) {
+	var n int
+	var err error
+	if c.raw != nil {
+		n, err = c.raw.Read(p)
+	} else {
+		n, err = c.netConn.Read(p)
+	}
+	c.BytesRead += uint64(n)
+	if err != nil && c.ioErr == nil {
+		c.ioErr = err
 	}
 	return n, err
 }
 
-type writeCounter struct{ c *Conn }
-
-func (wc writeCounter) Write(p []byte) (int, error) {
-	n, err := wc.c.netConn.Write(p)
-	wc.c.BytesWritten += uint64(n)
-	if err != nil && wc.c.ioErr == nil {
-		wc.c.ioErr = err
+// writeNet writes all of p to the connection underneath, or fails.
+func (c *Conn) writeNet(p []byte) error {
+	var n int
+	var err error
+	if c.raw != nil {
+		n, err = c.raw.Write(p)
+	} else {
+		n, err = c.netConn.Write(p)
+		if err == nil && n < len(p) {
+			err = io.ErrShortWrite
+		}
 	}
-	return n, err
+	c.BytesWritten += uint64(n)
+	if err != nil && c.ioErr == nil {
+		c.ioErr = err
+	}
+	return err
+}
+
+// maxEmptyReads is how many reads in a row may return nothing and no error before a fill
+// gives up with io.ErrNoProgress.
+const maxEmptyReads = 100
+
+// fill moves what is buffered to the front of the read buffer and reads once more into
+// the rest; it returns the error of a read that brought nothing.
+func (c *Conn) fill() error {
+	if c.rerr != nil {
+		return c.rerr
+	}
+	if c.rpos > 0 {
+		c.rend = copy(c.rbuf, c.rbuf[c.rpos:c.rend])
+		c.rpos = 0
+	}
+	for range maxEmptyReads {
+		n, err := c.readNet(c.rbuf[c.rend:])
+		c.rend += n
+		if err != nil {
+			c.rerr = err
+			if n > 0 {
+				return nil
+			}
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+	c.rerr = io.ErrNoProgress
+	return c.rerr
+}
+
+// buffered returns how many bytes were read and not yet consumed.
+func (c *Conn) buffered() int { return c.rend - c.rpos }
+
+// peekN returns the next n bytes without consuming them, reading until they are all
+// buffered; n must fit the read buffer.
+func (c *Conn) peekN(n int) ([]byte, error) {
+	for c.rend-c.rpos < n {
+		if err := c.fill(); err != nil {
+			return nil, err
+		}
+	}
+	return c.rbuf[c.rpos : c.rpos+n], nil
+}
+
+// skip consumes n buffered bytes.
+func (c *Conn) skip(n int) { c.rpos += n }
+
+// write buffers p, flushing the buffer when p does not fit; a p larger than the buffer
+// goes out directly once what was buffered before it has.
+func (c *Conn) write(p []byte) error {
+	for len(p) > len(c.wbuf)-c.wn {
+		if c.werr != nil {
+			return c.werr
+		}
+		if c.wn == 0 {
+			if err := c.writeNet(p); err != nil {
+				c.werr = err
+				return err
+			}
+			return nil
+		}
+		k := copy(c.wbuf[c.wn:], p)
+		c.wn += k
+		p = p[k:]
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	if c.werr != nil {
+		return c.werr
+	}
+	c.wn += copy(c.wbuf[c.wn:], p)
+	return nil
+}
+
+// flush writes out the write buffer.
+func (c *Conn) flush() error {
+	if c.werr != nil {
+		return c.werr
+	}
+	if c.wn == 0 {
+		return nil
+	}
+	if err := c.writeNet(c.wbuf[:c.wn]); err != nil {
+		c.werr = err
+		return err
+	}
+	c.wn = 0
+	return nil
 }
 
 // Pair makes a and b each other's peer: before either blocks on a read, the buffered writes
@@ -138,23 +260,20 @@ func (c *Conn) Trim() {
 func (c *Conn) IOErr() error { return c.ioErr }
 
 // Written returns the bytes written so far, including those still buffered.
-func (c *Conn) Written() uint64 { return c.BytesWritten + uint64(c.w.Buffered()) }
+func (c *Conn) Written() uint64 { return c.BytesWritten + uint64(c.wn) }
 
 // Buffered reports how many bytes have been read from the network but not yet consumed.
-func (c *Conn) Buffered() int { return c.r.Buffered() }
+func (c *Conn) Buffered() int { return c.buffered() }
 
 // Flush writes out what is buffered for this side.
 func (c *Conn) Flush() error {
-	if c.w.Buffered() == 0 {
-		return nil
-	}
-	return c.w.Flush()
+	return c.flush()
 }
 
 // flushBeforeBlock flushes the buffered writes of both sides when fewer than n bytes are
 // buffered for reading, that is when a read of n bytes would block on the network.
 func (c *Conn) flushBeforeBlock(n int) error {
-	if c.r.Buffered() >= n {
+	if c.rend-c.rpos >= n {
 		return nil
 	}
 	if err := c.Flush(); err != nil {
@@ -171,13 +290,13 @@ func (c *Conn) readHeader() (int, error) {
 	if err := c.flushBeforeBlock(headerSize); err != nil {
 		return 0, err
 	}
-	h, err := c.r.Peek(headerSize)
+	h, err := c.peekN(headerSize)
 	if err != nil {
 		return 0, err
 	}
 	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
 	c.seq = h[3] + 1
-	_, _ = c.r.Discard(headerSize)
+	c.skip(headerSize)
 	return n, nil
 }
 
@@ -186,7 +305,7 @@ func (c *Conn) peekByte() (byte, error) {
 	if err := c.flushBeforeBlock(1); err != nil {
 		return 0, err
 	}
-	b, err := c.r.Peek(1)
+	b, err := c.peekN(1)
 	if err != nil {
 		return 0, err
 	}
@@ -197,13 +316,13 @@ func (c *Conn) peekByte() (byte, error) {
 // buffer, until they are all buffered: a packet then relayed from the buffer reaches the
 // other side whole or, if the connection fails first, not at all.
 func (c *Conn) awaitPayload(n int) error {
-	if n > c.r.Size() || c.r.Buffered() >= n {
+	if n > len(c.rbuf) || c.buffered() >= n {
 		return nil
 	}
 	if err := c.flushBeforeBlock(n); err != nil {
 		return err
 	}
-	_, err := c.r.Peek(n)
+	_, err := c.peekN(n)
 	return err
 }
 
@@ -212,11 +331,35 @@ func (c *Conn) readFull(p []byte) error {
 	if err := c.flushBeforeBlock(len(p)); err != nil {
 		return err
 	}
-	_, err := io.ReadFull(c.r, p)
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
+	for {
+		k := copy(p, c.rbuf[c.rpos:c.rend])
+		c.rpos += k
+		p = p[k:]
+		if len(p) == 0 {
+			return nil
+		}
+		var err error
+		if len(p) >= len(c.rbuf) && c.rerr == nil {
+			// As much as the buffer holds or more: straight into p.
+			var n int
+			n, err = c.readNet(p)
+			p = p[n:]
+			if err != nil {
+				c.rerr = err
+				if len(p) == 0 {
+					return nil
+				}
+			}
+		} else {
+			err = c.fill()
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
 	}
-	return err
 }
 
 // appendPayload reads n bytes of payload, appending them to c.buf.
@@ -257,8 +400,7 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 func (c *Conn) writeHeader(n int) error {
 	c.hdr = [headerSize]byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq}
 	c.seq++
-	_, err := c.w.Write(c.hdr[:])
-	return err
+	return c.write(c.hdr[:])
 }
 
 // WritePacket buffers payload as one packet, split into frames as the protocol requires.
@@ -269,7 +411,7 @@ func (c *Conn) WritePacket(payload []byte) error {
 		if err := c.writeHeader(n); err != nil {
 			return err
 		}
-		if _, err := c.w.Write(payload[:n]); err != nil {
+		if err := c.write(payload[:n]); err != nil {
 			return err
 		}
 		payload = payload[n:]
@@ -283,23 +425,22 @@ func (c *Conn) WritePacket(payload []byte) error {
 // what the read buffer holds.
 func (c *Conn) copyPayload(dst *Conn, n int) error {
 	for n > 0 {
-		if c.r.Buffered() == 0 {
+		if c.buffered() == 0 {
 			if err := c.flushBeforeBlock(1); err != nil {
 				return err
 			}
-			if _, err := c.r.Peek(1); err != nil {
+			if err := c.fill(); err != nil {
 				if errors.Is(err, io.EOF) {
 					err = io.ErrUnexpectedEOF
 				}
 				return err
 			}
 		}
-		k := min(n, c.r.Buffered())
-		b, _ := c.r.Peek(k)
-		if _, err := dst.w.Write(b); err != nil {
+		k := min(n, c.buffered())
+		if err := dst.write(c.rbuf[c.rpos : c.rpos+k]); err != nil {
 			return err
 		}
-		_, _ = c.r.Discard(k)
+		c.skip(k)
 		n -= k
 	}
 	return nil
@@ -346,10 +487,9 @@ func (c *Conn) ForwardPacket(dst *Conn) (int, error) {
 // what is already buffered goes to the TLS layer first.
 func (c *Conn) UpgradeServer(ctx context.Context, cfg *tls.Config) error {
 	under := c.netConn
-	if n := c.r.Buffered(); n > 0 {
-		early, _ := c.r.Peek(n)
-		under = &prefixedConn{Conn: c.netConn, prefix: bytes.Clone(early)}
-		_, _ = c.r.Discard(n)
+	if n := c.buffered(); n > 0 {
+		under = &prefixedConn{Conn: c.netConn, prefix: bytes.Clone(c.rbuf[c.rpos:c.rend])}
+		c.skip(n)
 	}
 	return c.upgrade(ctx, tls.Server(under, cfg))
 }
@@ -374,7 +514,7 @@ func (c *Conn) UpgradeClient(ctx context.Context, cfg *tls.Config) error {
 	if err := c.Flush(); err != nil {
 		return err
 	}
-	if c.r.Buffered() > 0 {
+	if c.buffered() > 0 {
 		return fmt.Errorf("%w: the server sent data before the TLS handshake", ErrMalformed)
 	}
 	return c.upgrade(ctx, tls.Client(c.netConn, cfg))
@@ -384,9 +524,9 @@ func (c *Conn) upgrade(ctx context.Context, t *tls.Conn) error {
 	if err := t.HandshakeContext(ctx); err != nil {
 		return fmt.Errorf("tls handshake: %w", err)
 	}
-	c.netConn = t
-	c.r.Reset(readCounter{c})
-	c.w.Reset(writeCounter{c})
+	c.netConn, c.raw = t, nil
+	c.rpos, c.rend, c.rerr = 0, 0, nil
+	c.wn, c.werr = 0, nil
 	return nil
 }
 
@@ -407,8 +547,8 @@ var ErrNotIdle = errors.New("connection is not idle")
 // still usable: nothing is buffered and the socket has neither data nor end of stream
 // waiting. It is how a pooled connection is checked before it is handed out.
 func (c *Conn) CheckIdle() error {
-	if c.r.Buffered() > 0 {
-		return fmt.Errorf("%w: %d bytes arrived unasked", ErrNotIdle, c.r.Buffered())
+	if c.buffered() > 0 {
+		return fmt.Errorf("%w: %d bytes arrived unasked", ErrNotIdle, c.buffered())
 	}
 	under := c.netConn
 	if t, ok := under.(*tls.Conn); ok {

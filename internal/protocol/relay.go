@@ -188,8 +188,7 @@ func (x *Relay) writeClient(p []byte) error {
 	if err := x.Client.writeHeader(len(p)); err != nil {
 		return err
 	}
-	_, err := x.Client.w.Write(p)
-	return err
+	return x.Client.write(p)
 }
 
 // next reads the header of the next packet from the backend and peeks its first byte.

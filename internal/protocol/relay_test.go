@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"testing/iotest"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -344,7 +345,11 @@ func TestForwardResponse(t *testing.T) {
 			if backend.w.Len() != 0 {
 				t.Errorf("relay wrote %d bytes to the backend", backend.w.Len())
 			}
-			if rest, _ := io.ReadAll(x.Backend.r); !bytes.Equal(rest, tt.trailing) {
+			rest := bytes.Clone(x.Backend.rbuf[x.Backend.rpos:x.Backend.rend])
+			if unread, _ := io.ReadAll(backend.r); len(unread) > 0 {
+				rest = append(rest, unread...)
+			}
+			if !bytes.Equal(rest, tt.trailing) {
 				t.Errorf("relay left %q unread, want %q", rest, tt.trailing)
 			}
 			res.ok, tt.want.ok = OK{}, OK{}
@@ -585,5 +590,95 @@ func TestReadPacketLimit(t *testing.T) {
 	c.SetLimit(1000)
 	if _, err := c.ReadPacket(); !errors.Is(err, ErrPacketTooLarge) {
 		t.Fatalf("err = %v, want ErrPacketTooLarge", err)
+	}
+}
+
+// failConn takes budget bytes of writes and then fails every write.
+type failConn struct {
+	memConn
+	budget int
+}
+
+var errWriteFailed = errors.New("write failed")
+
+func (f *failConn) Write(p []byte) (int, error) {
+	if len(p) > f.budget {
+		n, _ := f.w.Write(p[:f.budget])
+		f.budget = 0
+		return n, errWriteFailed
+	}
+	f.budget -= len(p)
+	return f.w.Write(p)
+}
+
+func TestConnBuffering(t *testing.T) {
+	sizes := []int{0, 1, 5000, readBufferSize - headerSize, readBufferSize, 3*readBufferSize + 7, 70000, 3}
+	m := newMemConn(nil)
+	w := NewConn(m)
+	for i, n := range sizes {
+		if err := w.WritePacket(bytes.Repeat([]byte{byte(i + 1)}, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := uint64(m.w.Len()); w.Written() <= want {
+		t.Fatalf("Written() = %d with data still buffered, want more than the %d flushed", w.Written(), want)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stream := bytes.Clone(m.w.Bytes())
+	if w.Written() != uint64(len(stream)) || w.BytesWritten != uint64(len(stream)) {
+		t.Fatalf("Written() = %d, BytesWritten = %d, want %d", w.Written(), w.BytesWritten, len(stream))
+	}
+
+	// Reads that bring one byte at a time, and reads that bring the end of the stream with
+	// the last bytes, give the same packets back.
+	for name, in := range map[string]io.Reader{
+		"one byte a read": iotest.OneByteReader(bytes.NewReader(stream)),
+		"EOF with data":   iotest.DataErrReader(bytes.NewReader(stream)),
+	} {
+		r := NewConn(&memConn{r: in})
+		for i, n := range sizes {
+			got, err := r.ReadPacket()
+			if err != nil {
+				t.Fatalf("%s: packet %d: %v", name, i, err)
+			}
+			if !bytes.Equal(got, bytes.Repeat([]byte{byte(i + 1)}, n)) {
+				t.Fatalf("%s: packet %d: got %d bytes back, want %d", name, i, len(got), n)
+			}
+		}
+		if _, err := r.ReadPacket(); err != io.EOF {
+			t.Fatalf("%s: read past the end: %v, want io.EOF", name, err)
+		}
+		if r.BytesRead != uint64(len(stream)) || r.IOErr() != io.EOF {
+			t.Fatalf("%s: BytesRead = %d (want %d), IOErr = %v", name, r.BytesRead, len(stream), r.IOErr())
+		}
+	}
+
+	// A stream cut inside a packet: the whole packets before the cut still come through.
+	r := NewConn(newMemConn(stream[:len(stream)-2]))
+	for i := range sizes[:len(sizes)-1] {
+		if _, err := r.ReadPacket(); err != nil {
+			t.Fatalf("cut stream: packet %d: %v", i, err)
+		}
+	}
+	if _, err := r.ReadPacket(); err != io.ErrUnexpectedEOF {
+		t.Fatalf("cut stream: the cut packet: %v, want io.ErrUnexpectedEOF", err)
+	}
+
+	// A failed write fails every write and flush after it, and the count says what went out.
+	f := &failConn{budget: 100}
+	c := NewConn(f)
+	if err := c.WritePacket(make([]byte, 2*writeBufferSize)); !errors.Is(err, errWriteFailed) {
+		t.Fatalf("write over a failing connection: %v", err)
+	}
+	if err := c.WritePacket([]byte("x")); !errors.Is(err, errWriteFailed) {
+		t.Fatalf("write after the failure: %v", err)
+	}
+	if err := c.Flush(); !errors.Is(err, errWriteFailed) {
+		t.Fatalf("flush after the failure: %v", err)
+	}
+	if c.BytesWritten != 100 || !errors.Is(c.IOErr(), errWriteFailed) {
+		t.Fatalf("BytesWritten = %d (want 100), IOErr = %v", c.BytesWritten, c.IOErr())
 	}
 }
