@@ -14,9 +14,9 @@
 # primary run flat out until it has spent its share of each 100 ms and then stops it for the
 # rest.
 # The bookstore (shopping mix, --clients closed-loop clients, default 200) runs through
-# gatekeeper with sjf and type key tag, on a fresh proxy and fresh clients each run, through
-# one schedule of 4 phases of --phase (default 60s): a warm-up at full, then full, half and
-# full again. Every second it samples the proxy's capacity, the units it completed and
+# gatekeeper with sjf and type key tag, loaded afresh, on a fresh proxy and with fresh clients
+# each run, through one schedule of 4 phases of --phase (default 60s): a warm-up at full, then
+# full, half and full again. Every second it samples the proxy's capacity, the units it completed and
 # refused, the adaptive capacity's decision and stretch, and the processor time the primary
 # used. A round runs the schedule with admission.capacity auto (--interval:
 # admission.capacity_interval, default 2s) and with each static capacity of --capacities
@@ -40,8 +40,8 @@
 # loopback ports 35306-35308 (replication stopped) and stops them at the end; GATEKEEPER=/path
 # runs that binary instead of building bin/gatekeeper. Every process it starts listens on
 # 127.0.0.1 and is stopped by its PID at exit; the primary leaves the cgroup at exit.
-# About --rounds x (1 + capacities) x 4 x --phase, and a minute to load: 21 minutes at the
-# defaults.
+# About --rounds x (1 + capacities) x (4 x --phase and the load, some seconds): 21 minutes at
+# the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -189,7 +189,11 @@ db_state() {
 
 go build -o "$WORK/bookstore" ./bench/cmd/bookstore
 DB=bookstore
-"$WORK/bookstore" load --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/" --database "$DB" >&2
+# load_bookstore loads the bookstore afresh: the runs add orders, and Best Sellers ranks the
+# items of the latest ones, so without it what a run costs would depend on the runs before it.
+load_bookstore() {
+	"$WORK/bookstore" load --dsn "$GK_USER:$GK_PASSWORD@tcp($GK_PRIMARY)/" --database "$DB" >&2
+}
 
 # start_proxy CAPACITY starts gatekeeper with admission on at CAPACITY (auto or a duration);
 # sets PROXY_PID, PROXY_PORT and ADMIN_PORT.
@@ -262,6 +266,7 @@ schedule() {
 	local policy=$1 round=$2 s state t0 c u rest
 	echo "bench/stepchange.sh: $policy (round $round of $ROUNDS), ${PHASE} warm-up then full, half, full" >&2
 	db_state full
+	load_bookstore
 	start_proxy "$policy"
 	load $((4 * PHASE_S + 5))
 	t0=$(date +%s.%N)
@@ -303,8 +308,8 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 		echo "The primary runs in a cgroup with a quota of $FULL processor(s) (full) or $HALF (half)."
 	fi
 	[ -z "$DB_CPUS" ] || echo "It runs on processors $DB_CPUS, the proxy and the clients on $CLIENT_CPUS."
-	echo "The bookstore's shopping mix runs through gatekeeper (sjf, type key tag, $CLIENTS closed-loop clients), on a"
-	echo "fresh proxy and fresh clients each run, through one schedule: ${PHASE} of warm-up at full, then ${PHASE} at full,"
+	echo "The bookstore's shopping mix runs through gatekeeper (sjf, type key tag, $CLIENTS closed-loop clients), on the"
+	echo "bookstore loaded afresh, a fresh proxy and fresh clients each run, through one schedule: ${PHASE} of warm-up at full, then ${PHASE} at full,"
 	echo "${PHASE} at half and ${PHASE} at full again. A round runs it with \`admission.capacity: auto\` (capacity_interval"
 	echo "$INTERVAL, starting cold) and with each static capacity ($CAPACITIES), in reverse order every other round."
 	echo "Throughput is units completed a second by the proxy (\`gatekeeper_units_total\`), over each phase's last"
