@@ -193,12 +193,12 @@ func (c *Conn) discard(n int) error {
 		if err := c.flushBeforeBlock(1); err != nil {
 			return err
 		}
-		if c.buffered() == 0 {
+		if c.Buffered() == 0 {
 			if err := c.fill(); err != nil {
 				return err
 			}
 		}
-		k := min(n, c.buffered())
+		k := min(n, c.Buffered())
 		c.skip(k)
 		n -= k
 	}

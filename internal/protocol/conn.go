@@ -159,13 +159,10 @@ func (c *Conn) fill() error {
 	return c.rerr
 }
 
-// buffered returns how many bytes were read and not yet consumed.
-func (c *Conn) buffered() int { return c.rend - c.rpos }
-
 // peekN returns the next n bytes without consuming them, reading until they are all
 // buffered; n must fit the read buffer.
 func (c *Conn) peekN(n int) ([]byte, error) {
-	for c.rend-c.rpos < n {
+	for c.Buffered() < n {
 		if err := c.fill(); err != nil {
 			return nil, err
 		}
@@ -179,10 +176,10 @@ func (c *Conn) skip(n int) { c.rpos += n }
 // write buffers p, flushing the buffer when p does not fit; a p larger than the buffer
 // goes out directly once what was buffered before it has.
 func (c *Conn) write(p []byte) error {
+	if c.werr != nil {
+		return c.werr
+	}
 	for len(p) > len(c.wbuf)-c.wn {
-		if c.werr != nil {
-			return c.werr
-		}
 		if c.wn == 0 {
 			if err := c.writeNet(p); err != nil {
 				c.werr = err
@@ -193,19 +190,16 @@ func (c *Conn) write(p []byte) error {
 		k := copy(c.wbuf[c.wn:], p)
 		c.wn += k
 		p = p[k:]
-		if err := c.flush(); err != nil {
+		if err := c.Flush(); err != nil {
 			return err
 		}
-	}
-	if c.werr != nil {
-		return c.werr
 	}
 	c.wn += copy(c.wbuf[c.wn:], p)
 	return nil
 }
 
-// flush writes out the write buffer.
-func (c *Conn) flush() error {
+// Flush writes out what is buffered for this side.
+func (c *Conn) Flush() error {
 	if c.werr != nil {
 		return c.werr
 	}
@@ -263,17 +257,12 @@ func (c *Conn) IOErr() error { return c.ioErr }
 func (c *Conn) Written() uint64 { return c.BytesWritten + uint64(c.wn) }
 
 // Buffered reports how many bytes have been read from the network but not yet consumed.
-func (c *Conn) Buffered() int { return c.buffered() }
-
-// Flush writes out what is buffered for this side.
-func (c *Conn) Flush() error {
-	return c.flush()
-}
+func (c *Conn) Buffered() int { return c.rend - c.rpos }
 
 // flushBeforeBlock flushes the buffered writes of both sides when fewer than n bytes are
 // buffered for reading, that is when a read of n bytes would block on the network.
 func (c *Conn) flushBeforeBlock(n int) error {
-	if c.rend-c.rpos >= n {
+	if c.Buffered() >= n {
 		return nil
 	}
 	if err := c.Flush(); err != nil {
@@ -316,7 +305,7 @@ func (c *Conn) peekByte() (byte, error) {
 // buffer, until they are all buffered: a packet then relayed from the buffer reaches the
 // other side whole or, if the connection fails first, not at all.
 func (c *Conn) awaitPayload(n int) error {
-	if n > len(c.rbuf) || c.buffered() >= n {
+	if n > len(c.rbuf) || c.Buffered() >= n {
 		return nil
 	}
 	if err := c.flushBeforeBlock(n); err != nil {
@@ -425,7 +414,7 @@ func (c *Conn) WritePacket(payload []byte) error {
 // what the read buffer holds.
 func (c *Conn) copyPayload(dst *Conn, n int) error {
 	for n > 0 {
-		if c.buffered() == 0 {
+		if c.Buffered() == 0 {
 			if err := c.flushBeforeBlock(1); err != nil {
 				return err
 			}
@@ -436,7 +425,7 @@ func (c *Conn) copyPayload(dst *Conn, n int) error {
 				return err
 			}
 		}
-		k := min(n, c.buffered())
+		k := min(n, c.Buffered())
 		if err := dst.write(c.rbuf[c.rpos : c.rpos+k]); err != nil {
 			return err
 		}
@@ -487,7 +476,7 @@ func (c *Conn) ForwardPacket(dst *Conn) (int, error) {
 // what is already buffered goes to the TLS layer first.
 func (c *Conn) UpgradeServer(ctx context.Context, cfg *tls.Config) error {
 	under := c.netConn
-	if n := c.buffered(); n > 0 {
+	if n := c.Buffered(); n > 0 {
 		under = &prefixedConn{Conn: c.netConn, prefix: bytes.Clone(c.rbuf[c.rpos:c.rend])}
 		c.skip(n)
 	}
@@ -514,7 +503,7 @@ func (c *Conn) UpgradeClient(ctx context.Context, cfg *tls.Config) error {
 	if err := c.Flush(); err != nil {
 		return err
 	}
-	if c.buffered() > 0 {
+	if c.Buffered() > 0 {
 		return fmt.Errorf("%w: the server sent data before the TLS handshake", ErrMalformed)
 	}
 	return c.upgrade(ctx, tls.Client(c.netConn, cfg))
@@ -547,8 +536,8 @@ var ErrNotIdle = errors.New("connection is not idle")
 // still usable: nothing is buffered and the socket has neither data nor end of stream
 // waiting. It is how a pooled connection is checked before it is handed out.
 func (c *Conn) CheckIdle() error {
-	if c.buffered() > 0 {
-		return fmt.Errorf("%w: %d bytes arrived unasked", ErrNotIdle, c.buffered())
+	if c.Buffered() > 0 {
+		return fmt.Errorf("%w: %d bytes arrived unasked", ErrNotIdle, c.Buffered())
 	}
 	under := c.netConn
 	if t, ok := under.(*tls.Conn); ok {
