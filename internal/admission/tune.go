@@ -95,7 +95,13 @@ const (
 	// the estimated costs completed (fewer units did the same work), and either way keep
 	// descentSame of the best throughput the descent measured. When they do not, the capacity goes back up
 	// to where it stood and holds at least there for restoreWindows windows, unless the
-	// stretch is more than soloOff times the target. Units that run longer than alone for reasons that fewer units do not cure
+	// stretch is more than soloOff times the target (the database got slower since). A
+	// move down past that floor which the next windows undo (the stretch back under the
+	// bar, or the descent it began restored) raises the bar to deadBand times the stretch
+	// that made it, for as long as the floor lasts: where a processor quota holds the
+	// stretch near soloOff times the target at every capacity, the stretch crossed the bar
+	// every other window, and the capacity moved by half and back as often, for nothing.
+	// A descent kept lifts the floor. Units that run longer than alone for reasons that fewer units do not cure
 	// (the database's processor quota throttling it, its host's processors busy with the
 	// clients) read as a stretch over the target however few run, and without this the
 	// capacity would fall to its minimum and the database idle between units. A descent
@@ -279,7 +285,9 @@ type tuner struct {
 	// yet, the window after the first move down measures them), anchorStr and anchorRate
 	// those, and below the rates, estimated costs and stretches of the windows
 	// since at a capacity descentStep times under it.
-	// floorCap is the least capacity for floorLeft more windows, after a restore;
+	// floorCap is the least capacity for floorLeft more windows, after a restore, unless
+	// the stretch is over floorBar (0: soloOff times the target); overrode is the stretch
+	// that last took the capacity under the floor (0: none did since the bar was set).
 	// restores counts the restores since a descent was last kept.
 	// anchorCost is the estimated costs completed a second at the anchor.
 	descending            bool
@@ -288,6 +296,7 @@ type tuner struct {
 	anchorStr, anchorCost float64
 	below                 windowSums
 	floorLeft             int
+	floorBar, overrode    float64
 	restores              int
 	holds                 int // windows in a row that held during the descent
 	// calm is the run of windows that held near the target while the capacity bound the
@@ -696,7 +705,9 @@ func (u *tuner) probeUndone() {
 // which a restore or its floor may change; level is the stretch the move went by.
 func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, work, stretch, level float64, a AutoConfig) (time.Duration, Decision) {
 	if u.floorLeft > 0 {
-		u.floorLeft--
+		if u.floorLeft--; u.floorLeft == 0 {
+			u.floorBar, u.overrode = 0, 0 // the bar lapses with its floor
+		}
 	}
 	if d == DecisionHold {
 		u.holds++
@@ -735,7 +746,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 			// step, descents at 50 clients of the bookstore took the capacity from 121
 			// to 58 ms where 160 ms did the most.)
 			u.anchor(capacity, max(m, u.anchorRate), mc, ms)
-			u.restores = 0
+			u.keptDescent()
 			break
 		}
 		if m >= descentSame*u.anchorRate && mc >= descentSame*u.anchorCost {
@@ -748,7 +759,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 			// of them held the capacity at 58-98 ms at 200 clients of the bookstore,
 			// where 160 ms did the most.)
 			u.anchor(capacity, max(m, u.anchorRate), max(mc, u.anchorCost), ms)
-			u.restores = 0
+			u.keptDescent()
 			u.probing, u.probeFails = false, 0
 			break
 		}
@@ -759,16 +770,37 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 			u.probeUndone()
 			break
 		}
-		u.floorCap, u.floorLeft = u.anchorCap, restoreWindows<<min(u.restores, restoreDoublings)
+		floor, bar := u.anchorCap, 0.0
+		if u.floorLeft > 0 {
+			// The descent began under a floor, past its bar: that floor again, with the
+			// bar raised.
+			floor, bar = max(floor, u.floorCap), max(u.floorBar, deadBand*u.overrode)
+		}
+		u.floorCap, u.floorLeft = floor, restoreWindows<<min(u.restores, restoreDoublings)
+		u.floorBar, u.overrode = bar, 0
 		u.restores++
 	}
-	if u.floorLeft > 0 && next < u.floorCap && level <= soloOff*a.Stretch {
-		next = u.floorCap
-		if d == DecisionDown {
-			d = DecisionHold
+	if u.floorLeft > 0 && next < u.floorCap {
+		if level <= max(soloOff*a.Stretch, u.floorBar) {
+			if capacity < u.floorCap && u.overrode > 0 {
+				// A move past the bar, undone: the bar rises (see restoreWindows).
+				u.floorBar, u.overrode = max(u.floorBar, deadBand*u.overrode), 0
+			}
+			next = u.floorCap
+			if d == DecisionDown {
+				d = DecisionHold
+			}
+		} else {
+			u.overrode = max(u.overrode, level)
 		}
 	}
 	return next, d
+}
+
+// keptDescent notes a descent's step kept: fewer units helped, so the floor and the count
+// of restores start over.
+func (u *tuner) keptDescent() {
+	u.restores, u.floorLeft, u.floorBar, u.overrode = 0, 0, 0, 0
 }
 
 // anchor measures a descent from capacity on: rate, work and stretch are its figures there.

@@ -454,6 +454,63 @@ func TestAutoCapacityRestoresHoldLonger(t *testing.T) {
 	require.Equal(t, 15, u.floorLeft, "a kept descent starts over")
 }
 
+// TestAutoCapacityFloorBarRises: after a restore the capacity holds at its floor unless
+// the stretch reads over soloOff times the target. Where it reads near that bar at every
+// capacity (a processor quota), a move past the floor that the next window undoes raises
+// the bar, so that the capacity does not move by half and back every other window; a
+// stretch over the raised bar still moves it, and the bar lapses with its floor.
+func TestAutoCapacityFloorBarRises(t *testing.T) {
+	a := AutoConfig{Stretch: 2.5}
+	u := &tuner{}
+	ms := time.Millisecond
+	// A descent from 80 ms that loses a fifth of the work: restored, with a floor at 80 ms.
+	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a)
+	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a)
+	u.judgeDescent(50*ms, 40*ms, DecisionDown, 80, 80, 4, 4, a)
+	next, d := u.judgeDescent(50*ms, 40*ms, DecisionDown, 80, 80, 4, 4, a)
+	require.Equal(t, DecisionRestore, d)
+	require.Equal(t, 80*ms, next)
+	u.descending = false
+
+	window := func(capacity time.Duration, level float64) (time.Duration, Decision) {
+		return u.judgeDescent(capacity, capacity*2/3, DecisionDown, 100, 100, level, level, a)
+	}
+	next, d = window(80*ms, 4.5)
+	require.Equal(t, DecisionHold, d, "under the bar")
+	require.Equal(t, 80*ms, next)
+	next, d = window(80*ms, 5.5)
+	require.Equal(t, DecisionDown, d, "over soloOff times the target")
+	require.Equal(t, 53*ms, next.Round(ms))
+	next, d = window(53*ms, 4.5)
+	require.Equal(t, DecisionHold, d, "back under the bar: undone")
+	require.Equal(t, 80*ms, next)
+	next, d = window(80*ms, 5.5)
+	require.Equal(t, DecisionHold, d, "the same stretch again does not move it")
+	require.Equal(t, 80*ms, next)
+	require.InDelta(t, deadBand*5.5, u.floorBar, 1e-9)
+	_, d = window(80*ms, 7)
+	require.Equal(t, DecisionDown, d, "over the raised bar")
+
+	// The bar lapses with the floor.
+	u.floorLeft = 1
+	_, d = window(80*ms, 5.5)
+	require.Equal(t, DecisionDown, d, "no floor left")
+	require.Zero(t, u.floorBar)
+
+	// A descent kept lifts the floor: the database got slower (a stretch of 8 at the
+	// floor), and fewer units brought the stretch down with the work kept.
+	u = &tuner{floorCap: 80 * ms, floorLeft: 30}
+	window(80*ms, 8) // past the bar: the descent begins
+	window(53*ms, 8) // measured at 53 ms
+	window(35*ms, 6)
+	_, d = window(35*ms, 6)
+	require.Equal(t, DecisionDown, d, "kept")
+	require.Zero(t, u.floorLeft)
+	next, d = u.judgeDescent(23*ms, 23*ms, DecisionHold, 100, 100, 2.5, 2.5, a)
+	require.Equal(t, DecisionHold, d, "at the target")
+	require.Equal(t, 23*ms, next, "no floor to go back to")
+}
+
 // TestAutoCapacityDescentThatKeepsTheWork: units that run as much longer than alone at a
 // lower capacity, but do the same work there, say that what slows them is not their
 // number: the descent goes on. Each step is compared with the descent's best rate, so that
