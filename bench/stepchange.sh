@@ -33,7 +33,11 @@
 # same round, and how long the adaptive capacity took to settle after each change: the
 # time from which it stayed within a factor 1.5, and 2, of its median over the phase's last
 # half.
-# Writes bench/results/stepchange/ (README.md, trace.csv).
+# It also reports the mean response time of the bookstore's short interactions (every class
+# but Best Sellers and Admin Confirm) over the same seconds, from the completions the
+# bookstore counts each second: a capacity that keeps the throughput but lets units queue
+# inside the database shows there.
+# Writes bench/results/stepchange/ (README.md, trace.csv, classes.csv).
 #
 # Needs root and the cgroup cpu controller (v1 /sys/fs/cgroup/cpu, or v2 with cpu enabled).
 # Uses the backends of GK_PRIMARY when they run on this machine, else starts its own on
@@ -250,7 +254,7 @@ sample() {
 # load SECONDS runs the bookstore's clients through the proxy; sets LOAD_PID.
 load() {
 	"${PIN[@]}" "$WORK/bookstore" run --dsn "$GK_USER:$GK_PASSWORD@tcp(127.0.0.1:$PROXY_PORT)/$DB" --mix shopping \
-		--clients "$CLIENTS" --duration "${1}s" --warmup 0s --timeout 60s >"$WORK/load.out" 2>&1 &
+		--clients "$CLIENTS" --duration "${1}s" --warmup 0s --timeout 60s --seconds "$WORK/seconds.csv" >"$WORK/load.out" 2>&1 &
 	LOAD_PID=$!
 	PIDS+=("$LOAD_PID")
 }
@@ -258,6 +262,8 @@ load() {
 mkdir -p "$OUT"
 TRACE=$OUT/trace.csv
 echo "second,state,capacity_s,units,running,queued,decision,stretch,db_cpu_s,refused,checks,policy,round" >"$TRACE"
+CLASSES=$OUT/classes.csv
+echo "second,class,completed,mean_ms,policy,round" >"$CLASSES"
 read -r -a CAPS <<<"${CAPACITIES//,/ }"
 
 # schedule POLICY ROUND: one run of the schedule, warm-up, full, half, full again, on a
@@ -285,6 +291,11 @@ schedule() {
 	stop_pid "$LOAD_PID"
 	stop_pid "$PROXY_PID"
 	db_state full
+	# The bookstore's completions by class, on the trace's seconds.
+	[ -s "$WORK/seconds.csv" ] || fail "the bookstore wrote no seconds; its output: $(tail -5 "$WORK/load.out")"
+	awk -F, -v t0="$t0" -v n=$((4 * PHASE_S)) -v tail=",$policy,$round" 'NR > 1 {
+		s = int($1 - t0); if (s >= 0 && s < n) print s "," $2 "," $3 "," $4 tail }' "$WORK/seconds.csv" >>"$CLASSES"
+	rm -f "$WORK/seconds.csv"
 }
 
 for round in $(seq 1 "$ROUNDS"); do
@@ -316,9 +327,11 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "half; the capacity has settled from the second after which it stayed within a factor 1.5 (the controller's"
 	echo "step once settled, so one move reads as unsettled) and 2 of its median over the phase's last half."
 	echo
-	python3 bench/stepchange_report.py "$TRACE" "$PHASE_S"
+	python3 bench/stepchange_report.py "$TRACE" "$PHASE_S" "$CLASSES"
 	echo
-	echo "Every second of every run is in [trace.csv](trace.csv) (\`policy\` is auto or the static capacity)."
+	echo "Every second of every run is in [trace.csv](trace.csv) (\`policy\` is auto or the static capacity), and the"
+	echo "bookstore's completed interactions of each class in each second, with their mean response time, in"
+	echo "[classes.csv](classes.csv)."
 	echo
 	echo "Command: \`$ARGS\`"
 	echo

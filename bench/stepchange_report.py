@@ -2,10 +2,12 @@
 """Report of bench/stepchange.sh: each phase of the adaptive capacity's runs against the best
 static capacity's runs over the same seconds of the same schedule.
 
-    bench/stepchange_report.py TRACE PHASE_SECONDS
+    bench/stepchange_report.py TRACE PHASE_SECONDS [CLASSES]
 
 TRACE is the script's trace.csv: a row a second of every run (policy auto or a static
-capacity, round N). Prints the markdown that goes into the result's README.
+capacity, round N). CLASSES, its classes.csv, has the bookstore's completed interactions of
+each class in each second of the same runs. Prints the markdown that goes into the result's
+README.
 """
 import csv
 import statistics
@@ -17,6 +19,8 @@ PHASES = [(1, "full"), (2, "half"), (3, "full again")]
 # single move reads as unsettled in it; 2 tells a capacity still travelling from one that
 # wanders by a step around its level.
 BANDS = (1.5, 2)
+# HEAVY: the bookstore's heavy interactions; every other class is a short one.
+HEAVY = {"best_sellers", "admin_confirm"}
 
 
 def measure(rows, phase, p):
@@ -46,6 +50,29 @@ def measure(rows, phase, p):
         "busy": rate("db_cpu_s", float),
         "refused": rate("refused", int),
     }
+
+
+def short_means(path, phase):
+    """The short interactions' mean response time (ms) over each phase's last half, by
+    (policy, phase name) and round, from classes.csv."""
+    sums = {}  # (policy, round, phase number): [completed, ms summed]
+    for r in csv.DictReader(open(path)):
+        if r["class"] in HEAVY:
+            continue
+        s = int(r["second"])
+        p = s // phase
+        if s < p * phase + phase // 2:
+            continue  # the phase's first half
+        acc = sums.setdefault((r["policy"], r["round"], p), [0, 0.0])
+        n = int(r["completed"])
+        acc[0] += n
+        acc[1] += n * float(r["mean_ms"])
+    out = {}
+    for (policy, rnd, p), (n, total) in sums.items():
+        for q, name in PHASES:
+            if q == p and n > 0:
+                out.setdefault((policy, name), {})[rnd] = total / n
+    return out
 
 
 def seconds(capacity):
@@ -110,6 +137,34 @@ def main():
             spread = f" ({min(rates):.0f}-{max(rates):.0f})" if len(rates) > 1 else ""
             cells.append(f"{statistics.median(rates):.0f}{spread}")
         print(f"| {name} | " + " | ".join(cells) + " |")
+    if len(sys.argv) > 3:
+        short_table(short_means(sys.argv[3], phase), statics, rounds, lambda name: max(statics, key=lambda c: med(c, name)))
+
+
+def short_table(short, statics, rounds, best_of):
+    """Prints the short interactions' means by phase, auto's against the best static
+    capacity's (by throughput) and against the static capacity with the lowest."""
+    print()
+    print("The short interactions (every class but Best Sellers and Admin Confirm), mean response time over each"
+          " phase's last half in ms, median of the rounds (auto's rounds in brackets):")
+    print()
+    print("| phase | auto | " + " | ".join(statics) + " | auto / best static's | auto / the lowest static's |")
+    print("|---|---:|" + "---:|" * len(statics) + "---:|---:|")
+    for _, name in PHASES:
+        def m(policy):
+            got = short.get((policy, name), {})
+            return statistics.median(got.values()) if got else None
+
+        auto = m("auto")
+        if auto is None:
+            continue
+        each = ", ".join(f"{short[('auto', name)][r]:.0f}" for r in rounds if r in short[("auto", name)])
+        cells = [m(c) for c in statics]
+        best = m(best_of(name))
+        low = min(c for c in cells if c is not None)
+        text = " | ".join("—" if c is None else f"{c:.1f}" for c in cells)
+        ratio = f"{auto / best:.2f}" if best else "—"
+        print(f"| {name} | {auto:.1f} ({each}) | {text} | {ratio} | {auto / low:.2f} |")
 
 
 if __name__ == "__main__":

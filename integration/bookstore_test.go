@@ -98,9 +98,20 @@ func TestBookstore(t *testing.T) {
 		Duration:  2 * time.Second,
 		Timeout:   20 * time.Second,
 		Seed:      2,
+		PerSecond: true,
 	})
 	require.NoError(t, err)
 	require.Len(t, measuredFrom, 1)
+	// Every second of the run, the warm-up's included, counts what completed in it.
+	require.GreaterOrEqual(t, len(viaProxy.Seconds), 3)
+	perSecond := 0
+	for i, s := range viaProxy.Seconds {
+		assert.Equal(t, viaProxy.Seconds[0].Start.Add(time.Duration(i)*time.Second), s.Start)
+		for _, n := range s.Completed {
+			perSecond += n
+		}
+	}
+	assert.Greater(t, perSecond, viaProxy.Total.Completed, "the warm-up's completions count too")
 	assert.GreaterOrEqual(t, measuredFrom[0], time.Second)
 	assert.Less(t, measuredFrom[0], 2*time.Second)
 	assert.Equal(t, 2*time.Second, viaProxy.Elapsed)

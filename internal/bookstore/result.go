@@ -30,6 +30,20 @@ type Result struct {
 	// Errors are the most frequent messages of failed, refused and timed-out
 	// interactions, most frequent first.
 	Errors []ErrorCount
+	// Seconds, with Config.PerSecond, are the completed interactions of each second
+	// from the run's start (the warm-up's) to its last completion, by the second they
+	// ended in.
+	Seconds []Second
+}
+
+// Second is what completed in one second of a run, per class.
+type Second struct {
+	// Start is the second's beginning.
+	Start time.Time
+	// Completed counts the interactions of each class, in Interactions() order, that
+	// completed in the second, and Total sums their response times.
+	Completed [numInteractions]int
+	Total     [numInteractions]time.Duration
 }
 
 // ClassResult is what a run measured for one class of interaction. Every interaction
@@ -91,6 +105,46 @@ type recorder struct {
 	classes [numInteractions]classRecord
 	slo     [numInteractions]time.Duration
 	errors  map[errorKey]int
+	// seconds counts the completions of each second since the run's start, with
+	// Config.PerSecond.
+	seconds []secondCounts
+}
+
+// secondCounts is one second's completions per class and their response times summed.
+type secondCounts struct {
+	n   [numInteractions]int
+	sum [numInteractions]time.Duration
+}
+
+// inSecond counts an interaction of class in that ended at end after d in its second of
+// r's run, if it completed and r counts seconds.
+func (rec *recorder) inSecond(r *runner, in Interaction, end time.Time, d time.Duration, o outcome) {
+	if !r.cfg.PerSecond || o != completed || end.Before(r.start) {
+		return
+	}
+	i := int(end.Sub(r.start) / time.Second)
+	if i >= len(rec.seconds) {
+		rec.seconds = append(rec.seconds, make([]secondCounts, i+1-len(rec.seconds))...)
+	}
+	rec.seconds[i].n[in]++
+	rec.seconds[i].sum[in] += d
+}
+
+// perSecond merges the recorders' seconds, from start.
+func perSecond(start time.Time, recs []*recorder) []Second {
+	var out []Second
+	for _, rec := range recs {
+		for i, c := range rec.seconds {
+			for len(out) <= i {
+				out = append(out, Second{Start: start.Add(time.Duration(len(out)) * time.Second)})
+			}
+			for in := range c.n {
+				out[i].Completed[in] += c.n[in]
+				out[i].Total[in] += c.sum[in]
+			}
+		}
+	}
+	return out
 }
 
 func newRecorder(slo [numInteractions]time.Duration) *recorder {
@@ -348,6 +402,22 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// WriteSeconds writes Seconds as CSV: each second's start (Unix time, in seconds), a
+// class, how many of its interactions completed in the second and their mean response
+// time in milliseconds, for each class with any.
+func (r *Result) WriteSeconds(w io.Writer) error {
+	b := []byte("unix,class,completed,mean_ms\n")
+	for _, s := range r.Seconds {
+		for in, n := range s.Completed {
+			if n > 0 {
+				b = fmt.Appendf(b, "%.3f,%s,%d,%.3f\n", float64(s.Start.UnixMilli())/1000, Interaction(in), n, ms(s.Total[in])/float64(n))
+			}
+		}
+	}
+	_, err := w.Write(b)
+	return err
 }
 
 // WriteTable writes the result as a markdown table: a row per class and a total row,

@@ -149,6 +149,38 @@ func TestWriteJSON(t *testing.T) {
 	assert.Equal(t, 4, got.Total.Completed)
 }
 
+// TestPerSecond: each completed interaction counts in the second of the run it ended in,
+// across the recorders; the others do not count.
+func TestPerSecond(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	r := &runner{cfg: Config{PerSecond: true}, start: start}
+	var slo [numInteractions]time.Duration
+	a, b := newRecorder(slo), newRecorder(slo)
+	a.inSecond(r, Home, start.Add(300*time.Millisecond), 10*time.Millisecond, completed)
+	b.inSecond(r, Home, start.Add(900*time.Millisecond), 30*time.Millisecond, completed)
+	b.inSecond(r, BestSellers, start.Add(2500*time.Millisecond), 2*time.Second, completed)
+	a.inSecond(r, Home, start.Add(2600*time.Millisecond), time.Second, timedOut)
+	a.inSecond(r, Home, start.Add(-time.Millisecond), time.Millisecond, completed)
+	res := &Result{Seconds: perSecond(start, []*recorder{a, b})}
+	require.Len(t, res.Seconds, 3)
+	assert.Equal(t, 2, res.Seconds[0].Completed[Home])
+	assert.Equal(t, 40*time.Millisecond, res.Seconds[0].Total[Home])
+	assert.Equal(t, Second{Start: start.Add(time.Second)}, res.Seconds[1])
+	assert.Equal(t, 1, res.Seconds[2].Completed[BestSellers])
+	assert.Zero(t, res.Seconds[2].Completed[Home], "a timeout is not a completion")
+
+	var out bytes.Buffer
+	require.NoError(t, res.WriteSeconds(&out))
+	assert.Equal(t, "unix,class,completed,mean_ms\n"+
+		"1700000000.000,home,2,20.000\n"+
+		"1700000002.000,best_sellers,1,2000.000\n", out.String())
+
+	r.cfg.PerSecond = false
+	c := newRecorder(slo)
+	c.inSecond(r, Home, start, time.Millisecond, completed)
+	assert.Empty(t, c.seconds, "not asked for")
+}
+
 func TestErrorsGroupByCause(t *testing.T) {
 	r := newRecorder([numInteractions]time.Duration{})
 	for _, ms := range []int{300, 301, 1250} {

@@ -62,6 +62,10 @@ type Config struct {
 	// customers who bought the item. Zero means 30,000: TPC-W's 10,000 scaled up three
 	// times like Best Sellers' window.
 	RelatedWindow int
+	// PerSecond also counts the completed interactions of every second of the run, the
+	// warm-up's included, in Result.Seconds: what a run whose conditions change while
+	// it goes on did at each moment.
+	PerSecond bool
 }
 
 // Defaults of Config's zero fields.
@@ -238,7 +242,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if !stopped.After(r.measureFrom) {
 		return nil, fmt.Errorf("run cancelled before the measured period: %w", context.Cause(ctx))
 	}
-	return result(cfg, stopped.Sub(r.measureFrom), recs), nil
+	res := result(cfg, stopped.Sub(r.measureFrom), recs)
+	if cfg.PerSecond {
+		res.Seconds = perSecond(r.start, recs)
+	}
+	return res, nil
 }
 
 // runner is one run.
@@ -381,8 +389,10 @@ func (r *runner) client(ctx context.Context, id int, rec *recorder, stop <-chan 
 		in := r.pick.pick(rng)
 		begin := time.Now()
 		o, err := r.interact(ctx, s, in)
+		d := time.Since(begin)
+		rec.inSecond(r, in, begin.Add(d), d, o)
 		if !begin.Before(r.measureFrom) && begin.Before(r.measureTo) {
-			rec.add(in, time.Since(begin), o, err)
+			rec.add(in, d, o, err)
 		}
 	}
 }
@@ -422,8 +432,10 @@ func (r *runner) openLoop(ctx context.Context) ([]*recorder, error) {
 				o, err := r.interact(ctx, s, j.in)
 				s.release()
 				outstanding.Add(-1)
+				d := time.Since(j.arrival)
+				recs[i].inSecond(r, j.in, j.arrival.Add(d), d, o)
 				if !j.arrival.Before(r.measureFrom) {
-					recs[i].add(j.in, time.Since(j.arrival), o, err)
+					recs[i].add(j.in, d, o, err)
 				}
 			}
 		})

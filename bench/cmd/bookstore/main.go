@@ -8,7 +8,7 @@
 //	bookstore load  --dsn DSN [--database NAME] [--items N] [--customers N] [--seed N]
 //	bookstore run   --dsn DSN [--database NAME] [--mix shopping] [--clients 50] [--think 100ms]
 //	                [--rate 0] [--burst-factor 0 --burst-high 2s --burst-low 8s] [--duration 60s]
-//	                [--warmup 10s] [--timeout 30s] [--seed 1] [--json FILE]
+//	                [--warmup 10s] [--timeout 30s] [--seed 1] [--json FILE] [--seconds FILE]
 //	bookstore costs --dsn DSN [--database NAME] [--rounds 3] [--per-class 30]
 //
 // --database names the database, overriding the DSN's; load creates it if it is missing.
@@ -19,6 +19,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -159,6 +160,7 @@ func newRunCommand() *cobra.Command {
 		burstFactor          float64
 		burstHigh, burstLow  time.Duration
 		jsonFile, cpuProfile string
+		secondsFile          string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --dsn DSN [--database NAME] [flags]",
@@ -177,6 +179,7 @@ func newRunCommand() *cobra.Command {
 				return err
 			}
 			cfg.DSN = dsn
+			cfg.PerSecond = secondsFile != ""
 			if err := checkRunFlags(cfg, burstFactor); err != nil {
 				return err
 			}
@@ -217,20 +220,10 @@ func newRunCommand() *cobra.Command {
 			if err := res.WriteTable(out); err != nil {
 				return err
 			}
-			if jsonFile != "" {
-				f, err := os.Create(jsonFile)
-				if err != nil {
-					return fmt.Errorf("--json: %w", err)
-				}
-				if err := res.WriteJSON(f); err != nil {
-					f.Close()
-					return fmt.Errorf("--json: %w", err)
-				}
-				if err := f.Close(); err != nil {
-					return fmt.Errorf("--json: %w", err)
-				}
+			if err := writeFile(jsonFile, "--json", res.WriteJSON); err != nil {
+				return err
 			}
-			return nil
+			return writeFile(secondsFile, "--seconds", res.WriteSeconds)
 		},
 	}
 	f := cmd.Flags()
@@ -249,8 +242,28 @@ func newRunCommand() *cobra.Command {
 	f.IntVar(&cfg.BestSellersWindow, "best-sellers-window", bookstore.DefaultBestSellersWindow, "recent orders Best Sellers ranks items over")
 	f.IntVar(&cfg.RelatedWindow, "related-window", bookstore.DefaultRelatedWindow, "recent orders Admin Confirm finds the item's buyers in")
 	f.StringVar(&jsonFile, "json", "", "also write the result as JSON to this file")
+	f.StringVar(&secondsFile, "seconds", "", "also write, as CSV, the interactions of each class completed in each second of the run, warm-up included")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the load generator's CPU profile to this file")
 	return cmd
+}
+
+// writeFile writes to the file name with write, if name is set; flag names it in errors.
+func writeFile(name, flag string, write func(io.Writer) error) error {
+	if name == "" {
+		return nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	return nil
 }
 
 // checkRunFlags says which flag is wrong and what to use instead.
