@@ -236,8 +236,8 @@ db_cpu() {
 
 # sample prints the time, the capacity in seconds, the units completed so far, the units
 # running and waiting, the adaptive capacity's last decision and stretch, the primary's
-# processor seconds so far, the units refused so far (queue timeout, queue full...), and the
-# adaptive capacity's solo checks so far.
+# processor seconds so far, the units refused so far (queue timeout, queue full...), the
+# adaptive capacity's solo checks so far, and the time alone its stretch divides by.
 sample() {
 	curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v t="$(date +%s.%N)" -v db="$(db_cpu)" '
 		/^gatekeeper_admission_capacity_seconds / {c = $2}
@@ -248,7 +248,8 @@ sample() {
 		/^gatekeeper_admission_capacity_stretch_ratio / {s = $2}
 		/^gatekeeper_admission_refused_total\{/ {x += $2}
 		/^gatekeeper_admission_capacity_solo_checks_total / {k = $2}
-		END {printf "%.3f,%s,%d,%d,%d,%s,%.3f,%s,%d,%d\n", t, c, u, r, q, d, s, db, x, k}'
+		/^gatekeeper_admission_capacity_alone_seconds / {l = $2}
+		END {printf "%.3f,%s,%d,%d,%d,%s,%.3f,%s,%d,%d,%.6f\n", t, c, u, r, q, d, s, db, x, k, l}'
 }
 
 # load SECONDS runs the bookstore's clients through the proxy; sets LOAD_PID.
@@ -261,7 +262,7 @@ load() {
 
 mkdir -p "$OUT"
 TRACE=$OUT/trace.csv
-echo "second,state,capacity_s,units,running,queued,decision,stretch,db_cpu_s,refused,checks,policy,round" >"$TRACE"
+echo "second,state,capacity_s,units,running,queued,decision,stretch,db_cpu_s,refused,checks,alone_s,policy,round" >"$TRACE"
 CLASSES=$OUT/classes.csv
 echo "second,class,completed,mean_ms,policy,round" >"$CLASSES"
 read -r -a CAPS <<<"${CAPACITIES//,/ }"

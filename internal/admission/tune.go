@@ -201,6 +201,10 @@ type AutoState struct {
 	// (geometric mean over the units of types timed alone; 0 when none was). Target is
 	// the stretch the capacity is moved towards.
 	Stretch, Target float64
+	// Alone is what the stretch divides by: the time alone of the last window's units
+	// of types timed alone (their types' solo times, geometric mean over the units; 0
+	// when none was). Under one mix of work it follows the solo checks.
+	Alone time.Duration
 	// Gain is the last window's completions a second over the window before's (0 when a
 	// window had nothing to compare).
 	Gain float64
@@ -232,10 +236,10 @@ type tuner struct {
 	// seconds).
 	solo map[uint64]float64
 	// sum and n: the logs of this window's units' stretches (each unit's busy time over its
-	// type's solo time), and how many.
-	sum       float64
-	n         int
-	completed int
+	// type's solo time), and how many; alone sums the logs of their solo times.
+	sum, alone float64
+	n          int
+	completed  int
 	// costs is the sum of the estimated costs of the window's completed units; untimed
 	// counts those of types with no solo time that did not run alone.
 	costs   time.Duration
@@ -394,6 +398,7 @@ func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool 
 	}
 	if ok {
 		u.sum += l - s
+		u.alone += s
 		u.n++
 	} else if !alone {
 		u.untimed++
@@ -489,6 +494,9 @@ func (c *Controller) adapt(now time.Time) {
 		gain = rate / u.prevRate
 	}
 	u.state.Stretch, u.state.Gain, u.state.Target = stretch, gain, a.Stretch
+	if n > 0 {
+		u.state.Alone = time.Duration(math.Exp(u.alone/float64(n)) * float64(time.Second))
+	}
 	capacity := c.cfg.Capacity
 	next, d := capacity, DecisionHold
 	climb := false // the stretch, or units run one at a time, moved it up
@@ -579,7 +587,7 @@ func (c *Controller) adapt(now time.Time) {
 		// start resumes, with its short windows and doublings.
 		u.warm, u.ceilLeft = false, 0
 	}
-	u.sum, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0
+	u.sum, u.alone, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0, 0
 }
 
 // probe counts the windows that held near the target while the capacity bound the units

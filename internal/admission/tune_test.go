@@ -170,6 +170,7 @@ func TestAutoCapacityFindsTheKnee(t *testing.T) {
 		require.NotZero(t, s.Moved)
 		require.NotZero(t, s.Solo, "solo checks")
 		require.NotZero(t, s.SoloUnits, "units timed alone")
+		require.InDelta(t, 10*time.Millisecond, s.Alone, float64(1500*time.Microsecond), "start %s: time alone", start)
 	}
 }
 

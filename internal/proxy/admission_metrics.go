@@ -73,6 +73,7 @@ var (
 	descDecisions = prometheus.NewDesc("gatekeeper_admission_capacity_decisions_total", "Windows of the adaptive capacity (admission.capacity: auto), by decision: up and down (the units ran faster or slower than the target stretch), hold (near it, or the clients bound the units), idle (nothing waited), sparse (too few completions), stall (throughput halved and units ran twice as long with nothing moved), restore (moves down did not bring the stretch down, or cost throughput: the capacity went back up), probe (the stretch held near the target: a move down, kept where the work holds).", []string{"decision"}, nil)
 	descLastDec   = prometheus.NewDesc("gatekeeper_admission_capacity_last_decision", "1 for the adaptive capacity's last decision, 0 for the others.", []string{"decision"}, nil)
 	descStretch   = prometheus.NewDesc("gatekeeper_admission_capacity_stretch_ratio", "How many times longer than alone the units of the adaptive capacity's last window ran, averaged over them (1: as fast as alone).", nil, nil)
+	descAlone     = prometheus.NewDesc("gatekeeper_admission_capacity_alone_seconds", "What the stretch divides by: the time alone of the units of the adaptive capacity's last window, from their types' solo times (geometric mean over the units).", nil, nil)
 	descTarget    = prometheus.NewDesc("gatekeeper_admission_capacity_target_stretch_ratio", "The stretch the adaptive capacity moves towards (admission.capacity_stretch).", nil, nil)
 	descSolo      = prometheus.NewDesc("gatekeeper_admission_capacity_solo_checks_total", "Solo checks of the adaptive capacity: short spells that run one unit at a time, to time each type alone.", nil, nil)
 	descPolRate   = prometheus.NewDesc("gatekeeper_admission_policer_rate", "A rate policer's current rate, units per second.", []string{"policer"}, nil)
@@ -82,7 +83,7 @@ var (
 func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descBlocked, descRunning, descLoad, descCapacity,
 		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane, descParked, descLaneRate, descQuickWait,
-		descPolRate, descPolUnits, descDecisions, descLastDec, descStretch, descTarget, descSolo} {
+		descPolRate, descPolUnits, descDecisions, descLastDec, descStretch, descAlone, descTarget, descSolo} {
 		ch <- d
 	}
 }
@@ -122,6 +123,7 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descLastDec, last, d.String())
 		}
 		gauge(descStretch, s.Auto.Stretch)
+		gauge(descAlone, s.Auto.Alone.Seconds())
 		gauge(descTarget, s.Auto.Target)
 		ch <- prometheus.MustNewConstMetric(descSolo, prometheus.CounterValue, float64(s.Auto.Solo))
 	}

@@ -72,3 +72,29 @@ func gaugeValue(g prometheus.Gatherer, name string) (float64, error) {
 	}
 	return 0, fmt.Errorf("no single gauge %s among %d families", name, len(mfs))
 }
+
+// With the adaptive capacity on, its gauges are exported and pass the linter; before its
+// first window the stretch and the time alone it divides by read 0.
+func TestAdmissionCollectorShowsTheAdaptiveCapacity(t *testing.T) {
+	ctl := admission.New(admission.Config{
+		Capacity: 10 * time.Millisecond, Discipline: admission.SJF, QueueTimeout: time.Second, MaxQueue: 10,
+		Auto: admission.AutoConfig{Enabled: true, Min: time.Millisecond, Max: time.Second},
+	}, admission.NewManualClock(time.Unix(1_700_000_000, 0)))
+	policers, err := admission.NewPolicers(nil, time.Unix(1_700_000_000, 0))
+	require.NoError(t, err)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(&admissionCollector{ctl: ctl, policers: func() *admission.Policers { return policers }}))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	for _, name := range []string{"gatekeeper_admission_capacity_stretch_ratio", "gatekeeper_admission_capacity_alone_seconds"} {
+		got, err := gaugeValue(reg, name)
+		require.NoError(t, err)
+		require.Zero(t, got, name)
+	}
+	got, err := gaugeValue(reg, "gatekeeper_admission_capacity_target_stretch_ratio")
+	require.NoError(t, err)
+	require.Equal(t, 2.5, got, "the default target")
+}
