@@ -30,15 +30,7 @@ func TestAdmissionCollectorShowsTheLengthyLane(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, admission.Admitted, st, "the quick unit uses the reserve past the parked one")
 
-	policers, err := admission.NewPolicers(nil, time.Unix(1_700_000_000, 0))
-	require.NoError(t, err)
-	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(&admissionCollector{ctl: ctl, policers: func() *admission.Policers { return policers }}))
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
-	require.NoError(t, err)
-	require.Empty(t, problems)
+	reg := lintedRegistry(t, ctl)
 	for name, want := range map[string]float64{
 		"gatekeeper_admission_lengthy_lane":   1,
 		"gatekeeper_admission_lengthy_parked": 1,
@@ -58,6 +50,22 @@ func TestAdmissionCollectorShowsTheLengthyLane(t *testing.T) {
 	got, err := gaugeValue(reg, "gatekeeper_admission_lengthy_parked")
 	require.NoError(t, err)
 	require.Zero(t, got, "the parked unit runs once the lane is free")
+}
+
+// lintedRegistry registers ctl's collector, with no policers, and checks that what it
+// exports passes the linter.
+func lintedRegistry(t *testing.T, ctl *admission.Controller) *prometheus.Registry {
+	t.Helper()
+	policers, err := admission.NewPolicers(nil, time.Unix(1_700_000_000, 0))
+	require.NoError(t, err)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(&admissionCollector{ctl: ctl, policers: func() *admission.Policers { return policers }}))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	return reg
 }
 
 func gaugeValue(g prometheus.Gatherer, name string) (float64, error) {
@@ -80,15 +88,7 @@ func TestAdmissionCollectorShowsTheAdaptiveCapacity(t *testing.T) {
 		Capacity: 10 * time.Millisecond, Discipline: admission.SJF, QueueTimeout: time.Second, MaxQueue: 10,
 		Auto: admission.AutoConfig{Enabled: true, Min: time.Millisecond, Max: time.Second},
 	}, admission.NewManualClock(time.Unix(1_700_000_000, 0)))
-	policers, err := admission.NewPolicers(nil, time.Unix(1_700_000_000, 0))
-	require.NoError(t, err)
-	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(&admissionCollector{ctl: ctl, policers: func() *admission.Policers { return policers }}))
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
-	require.NoError(t, err)
-	require.Empty(t, problems)
+	reg := lintedRegistry(t, ctl)
 	for _, name := range []string{"gatekeeper_admission_capacity_stretch_ratio", "gatekeeper_admission_capacity_alone_seconds"} {
 		got, err := gaugeValue(reg, name)
 		require.NoError(t, err)
