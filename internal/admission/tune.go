@@ -780,8 +780,8 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 		}
 		floor, bar := u.anchorCap, 0.0
 		if u.floorLeft > 0 {
-			// The descent began under a floor, past its bar: that floor again, with the
-			// bar raised.
+			// A floor still holds: it stays, with its bar, raised where the descent began
+			// under it, past the bar.
 			floor, bar = max(floor, u.floorCap), max(u.floorBar, deadBand*u.overrode)
 		}
 		u.floorCap, u.floorLeft = floor, restoreWindows<<min(u.restores, restoreDoublings)
