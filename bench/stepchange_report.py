@@ -67,11 +67,11 @@ def short_means(path, phase):
         n = int(r["completed"])
         acc[0] += n
         acc[1] += n * float(r["mean_ms"])
+    names = dict(PHASES)
     out = {}
     for (policy, rnd, p), (n, total) in sums.items():
-        for q, name in PHASES:
-            if q == p and n > 0:
-                out.setdefault((policy, name), {})[rnd] = total / n
+        if p in names and n > 0:
+            out.setdefault((policy, names[p]), {})[rnd] = total / n
     return out
 
 
@@ -100,12 +100,14 @@ def main():
         return statistics.median(f[key] for f in got[(policy, name)].values())
 
     rounds = sorted(got[("auto", "full")], key=int)
+    # The best static capacity of each phase: the highest median throughput.
+    best_of = {name: max(statics, key=lambda c: med(c, name)) for _, name in PHASES}
     print("| phase | state | auto units/s (last half) | auto capacity (median, last half) | "
           + " | ".join(f"settled after, within {b:g}x" for b in BANDS) + " | best static | its units/s | auto / best | within rounds | database busy, auto / best | refused/s, auto / best |")
     print("|---|---|---:|---:|" + "---:|" * len(BANDS) + "---|---:|---:|---|---|---|")
     for p, name in PHASES:
         auto = got[("auto", name)]
-        best = max(statics, key=lambda c: med(c, name))
+        best = best_of[name]
         br = med(best, name)
         def each(key, fmt):
             return ", ".join(format(auto[r][key], fmt) for r in rounds)
@@ -138,7 +140,7 @@ def main():
             cells.append(f"{statistics.median(rates):.0f}{spread}")
         print(f"| {name} | " + " | ".join(cells) + " |")
     if len(sys.argv) > 3:
-        short_table(short_means(sys.argv[3], phase), statics, rounds, lambda name: max(statics, key=lambda c: med(c, name)))
+        short_table(short_means(sys.argv[3], phase), statics, rounds, best_of)
 
 
 def short_table(short, statics, rounds, best_of):
@@ -160,7 +162,7 @@ def short_table(short, statics, rounds, best_of):
             continue
         each = ", ".join(f"{short[('auto', name)][r]:.0f}" for r in rounds if r in short[("auto", name)])
         cells = [m(c) for c in statics]
-        best = m(best_of(name))
+        best = m(best_of[name])
         low = min(c for c in cells if c is not None)
         text = " | ".join("—" if c is None else f"{c:.1f}" for c in cells)
         ratio = f"{auto / best:.2f}" if best else "—"
