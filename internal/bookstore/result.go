@@ -116,9 +116,10 @@ type secondCounts struct {
 	sum [numInteractions]time.Duration
 }
 
-// inSecond counts an interaction of class in that ended at end after d in its second of
-// r's run, if it completed and r counts seconds.
-func (rec *recorder) inSecond(r *runner, in Interaction, end time.Time, d time.Duration, o outcome) {
+// inSecond counts an interaction of class in that began at begin and took d in the second
+// of r's run it ended in, if it completed and r counts seconds.
+func (rec *recorder) inSecond(r *runner, in Interaction, begin time.Time, d time.Duration, o outcome) {
+	end := begin.Add(d)
 	if !r.cfg.PerSecond || o != completed || end.Before(r.start) {
 		return
 	}

@@ -149,18 +149,18 @@ func TestWriteJSON(t *testing.T) {
 	assert.Equal(t, 4, got.Total.Completed)
 }
 
-// TestPerSecond: each completed interaction counts in the second of the run it ended in,
-// across the recorders; the others do not count.
+// TestPerSecond: each completed interaction counts in the second of the run it ended in
+// (its start plus its response time), across the recorders; the others do not count.
 func TestPerSecond(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	r := &runner{cfg: Config{PerSecond: true}, start: start}
 	var slo [numInteractions]time.Duration
 	a, b := newRecorder(slo), newRecorder(slo)
-	a.inSecond(r, Home, start.Add(300*time.Millisecond), 10*time.Millisecond, completed)
-	b.inSecond(r, Home, start.Add(900*time.Millisecond), 30*time.Millisecond, completed)
-	b.inSecond(r, BestSellers, start.Add(2500*time.Millisecond), 2*time.Second, completed)
-	a.inSecond(r, Home, start.Add(2600*time.Millisecond), time.Second, timedOut)
-	a.inSecond(r, Home, start.Add(-time.Millisecond), time.Millisecond, completed)
+	a.inSecond(r, Home, start.Add(290*time.Millisecond), 10*time.Millisecond, completed)
+	b.inSecond(r, Home, start.Add(870*time.Millisecond), 30*time.Millisecond, completed)
+	b.inSecond(r, BestSellers, start.Add(500*time.Millisecond), 2*time.Second, completed)
+	a.inSecond(r, Home, start.Add(1600*time.Millisecond), time.Second, timedOut)
+	a.inSecond(r, Home, start.Add(-2*time.Millisecond), time.Millisecond, completed)
 	res := &Result{Seconds: perSecond(start, []*recorder{a, b})}
 	require.Len(t, res.Seconds, 3)
 	assert.Equal(t, 2, res.Seconds[0].Completed[Home])

@@ -390,7 +390,7 @@ func (r *runner) client(ctx context.Context, id int, rec *recorder, stop <-chan 
 		begin := time.Now()
 		o, err := r.interact(ctx, s, in)
 		d := time.Since(begin)
-		rec.inSecond(r, in, begin.Add(d), d, o)
+		rec.inSecond(r, in, begin, d, o)
 		if !begin.Before(r.measureFrom) && begin.Before(r.measureTo) {
 			rec.add(in, d, o, err)
 		}
@@ -433,7 +433,7 @@ func (r *runner) openLoop(ctx context.Context) ([]*recorder, error) {
 				s.release()
 				outstanding.Add(-1)
 				d := time.Since(j.arrival)
-				recs[i].inSecond(r, j.in, j.arrival.Add(d), d, o)
+				recs[i].inSecond(r, j.in, j.arrival, d, o)
 				if !j.arrival.Before(r.measureFrom) {
 					recs[i].add(j.in, d, o, err)
 				}
