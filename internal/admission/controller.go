@@ -31,6 +31,12 @@ func (s State) String() string {
 type Request struct {
 	// Type is the unit's request type key, for listings.
 	Type uint64
+	// Shape groups the units that take about as long as each other alone, for the
+	// adaptive capacity's solo times (0: by Type). A type may gather statements of very
+	// different costs (an interaction's tag gathers its index lookups and its scans,
+	// 0.3 ms and 40 ms alone in the bookstore); averaged together, their solo time
+	// swings with which of them ran alone last, and every stretch with it.
+	Shape uint64
 	// Cost is the unit's expected cost, charged while it runs.
 	Cost time.Duration
 	// Service is how long the unit is expected to run, its expected service time: the aging
@@ -52,6 +58,14 @@ type Request struct {
 	// sample yet. Admission charges such a unit coldCharge instead, and counts it lengthy
 	// under the reserve, until its type is measured.
 	Unmeasured bool
+}
+
+// shape is what the unit's solo time is kept by.
+func (r *Request) shape() uint64 {
+	if r.Shape != 0 {
+		return r.Shape
+	}
+	return r.Type
 }
 
 // Heap slots of Ticket.pos.
@@ -864,7 +878,7 @@ func (c *Controller) ReleaseAt(t *Ticket, busy time.Duration, now time.Time) {
 		c.lane--
 	}
 	if c.cfg.Auto.Enabled && busy > 0 {
-		if c.tune.complete(t.req.Type, t.req.Cost, busy, t.alone && c.admits == t.admitNo) {
+		if c.tune.complete(t.req.shape(), t.req.Cost, busy, t.alone && c.admits == t.admitNo) {
 			c.endCheck(now)
 		}
 	}

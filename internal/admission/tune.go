@@ -51,7 +51,7 @@ const (
 	// earlyWindow is the shortest window: a cold start's, or one in which a unit ran
 	// alone while others waited, end after it (or a quarter of the interval, if shorter).
 	earlyWindow = 250 * time.Millisecond
-	// minTuneSamples is the fewest completions of types with a solo time for a window to
+	// minTuneSamples is the fewest completions of shapes with a solo time for a window to
 	// count: fewer say nothing about the database.
 	minTuneSamples = 20
 	// stallWindows is how many windows in a row the capacity holds when throughput falls to
@@ -68,24 +68,25 @@ const (
 	deadBand = 1.15
 	// A solo check runs every soloEvery windows while units wait: it admits one unit at a
 	// time until soloUnits units have each run alone, or a quarter of the interval has
-	// passed, so that each type's time alone follows the database (a lost processor makes
+	// passed, so that each shape's time alone follows the database (a lost processor makes
 	// every unit slower alone too). Units that run alone at other times count as well.
 	// While checks find the solo times where they were (the units longer or shorter than
 	// them by less than soloAgree, averaged in logs: a shift of them all, not the spread
-	// of a type's units around its average, which for a type of an interaction's varied
-	// statements is wider than that, and kept the checks at every fourth window, some 6%
-	// of the database's time at one unit), the windows between them double, up to
-	// soloEveryMax: a check holds the database to one unit at a time, and one that finds
-	// nothing new only costs. A check
-	// that finds them moved, or a window whose stretch is off the target by more than
+	// of a shape's units around its average, which for a type of an interaction's varied
+	// statements, before shapes, was wider than that, and kept the checks at every fourth
+	// window, some 6% of the database's time at one unit), the windows between them
+	// double, up to soloEveryMax: a check holds the database to one unit at a time, and one
+	// that finds nothing new only costs. A check that finds them moved, or a window whose stretch is off the target by more than
 	// soloOff, brings them back to soloEvery.
 	soloEvery    = 4
 	soloEveryMax = 16
 	soloUnits    = 8
 	soloAgree    = 1.25
 	soloOff      = 2
-	// soloWeight is the weight of a new solo time in its type's moving average (in logs).
+	// soloWeight is the weight of a new solo time in its shape's moving average (in logs),
+	// once soloSeed times seeded it (see soloTime).
 	soloWeight = 0.25
+	soloSeed   = 3
 	// maxTuneTypes bounds the types kept.
 	maxTuneTypes = 4096
 	// A descent (moves down in a row) must do what it is for: once the capacity is
@@ -198,11 +199,11 @@ type AutoState struct {
 	Min, Max time.Duration
 	Last     Decision
 	// Stretch is the last window's: how many times longer than alone its units ran
-	// (geometric mean over the units of types timed alone; 0 when none was). Target is
+	// (geometric mean over the units of shapes timed alone; 0 when none was). Target is
 	// the stretch the capacity is moved towards.
 	Stretch, Target float64
 	// Alone is what the stretch divides by: the time alone of the last window's units
-	// of types timed alone (their types' solo times, geometric mean over the units; 0
+	// of shapes timed alone (their shapes' solo times, geometric mean over the units; 0
 	// when none was). Under one mix of work it follows the solo checks.
 	Alone time.Duration
 	// Gain is the last window's completions a second over the window before's (0 when a
@@ -216,8 +217,9 @@ type AutoState struct {
 
 // tuner is the adaptive capacity's state; it lives under the controller's lock.
 //
-// Each type's busy time alone (its solo time) is what the database takes for its units
-// with nothing else to do. A window's stretch is how many times longer its units took than
+// Each shape's busy time alone (its solo time) is what the database takes for its units
+// with nothing else to do (a shape is a type, or a type and its first statement's digest:
+// see Request.Shape). A window's stretch is how many times longer its units took than
 // that, averaged in logs over the units, so that the many cheap ones make it precise and a
 // few caught by a stall do not swing it. Below the database's knee units run about as fast
 // as alone; past it they share its processors and run longer in proportion to their number.
@@ -232,16 +234,15 @@ type tuner struct {
 	start time.Time // of the current window
 	// queued: a unit waited for capacity during the window.
 	queued bool
-	// solo maps each type to the moving average of the logs of its busy times alone (in
-	// seconds).
-	solo map[uint64]float64
+	// solo maps each shape (Request.Shape) to its solo time.
+	solo map[uint64]soloTime
 	// sum and n: the logs of this window's units' stretches (each unit's busy time over its
-	// type's solo time), and how many; alone sums the logs of their solo times.
+	// shape's solo time), and how many; alone sums the logs of their solo times.
 	sum, alone float64
 	n          int
 	completed  int
 	// costs is the sum of the estimated costs of the window's completed units; untimed
-	// counts those of types with no solo time that did not run alone.
+	// counts those of shapes with no solo time that did not run alone.
 	costs   time.Duration
 	untimed int
 	// area is the running units integrated over the window (unit-seconds, in ns), from
@@ -263,7 +264,7 @@ type tuner struct {
 	checked  int
 	// windows counts the windows since the last solo check, every is how many windows
 	// are due between checks; drift sums how much longer (in logs, less where shorter)
-	// the last check's units of types timed before ran than their solo times, over driftN
+	// the last check's units of shapes seeded before ran than their solo times, over driftN
 	// units.
 	windows, every int
 	drift          float64
@@ -273,7 +274,7 @@ type tuner struct {
 	// recent are the stretches of the last two windows that had enough units to tell,
 	// the last first (0: none yet).
 	recent [2]float64
-	// blind: the last window had more units of types with no solo time than of timed
+	// blind: the last window had more units of shapes with no solo time than of timed
 	// ones (as has the one before the first). stale: a solo check is due at once (the
 	// last window's units ran faster than alone, or a climb waits for one to be judged;
 	// see adapt and judgeClimb).
@@ -327,7 +328,7 @@ type tuner struct {
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
 	cfg = cfg.withDefaults()
-	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]float64{}, windows: soloEvery, every: soloEvery, blind: true}
+	*u = tuner{start: now, areaAt: now, waitAt: now, solo: map[uint64]soloTime{}, windows: soloEvery, every: soloEvery, blind: true}
 	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Target: cfg.Stretch}
 }
 
@@ -374,22 +375,23 @@ func (c *Controller) soloOnly() bool { return c.tune.checking && c.running > 0 }
 
 // complete records a unit's busy time; alone says it ran with no other unit at the
 // database throughout. It returns whether a solo check has timed enough units alone.
-func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool {
+func (u *tuner) complete(shape uint64, cost, busy time.Duration, alone bool) bool {
 	u.completed++
 	u.costs += cost
 	l := math.Log(max(busy, time.Microsecond).Seconds())
-	s, ok := u.solo[typ]
+	st, ok := u.solo[shape]
+	s := st.log
 	if alone {
 		u.state.SoloUnits++
 		switch {
 		case ok:
-			u.solo[typ] = s + soloWeight*(l-s)
-			if u.checking {
+			u.solo[shape] = st.next(l)
+			if u.checking && st.seeded() {
 				u.drift += l - s
 				u.driftN++
 			}
 		case len(u.solo) < maxTuneTypes:
-			u.solo[typ] = l
+			u.solo[shape] = soloTime{log: l, n: 1}
 		}
 		if u.checking {
 			u.checked++
@@ -404,6 +406,28 @@ func (u *tuner) complete(typ uint64, cost, busy time.Duration, alone bool) bool 
 		u.untimed++
 	}
 	return false
+}
+
+// soloTime is a shape's busy time alone: the least of its first soloSeed times alone, then
+// their moving average (in logs of seconds), of which n counts the times up to soloSeed.
+// The first units of a shape run as the clients connect, and the database's processors
+// go to their logins too: in the bookstore, the first time alone of many shapes was 10 to
+// 30 times their later ones, and at soloWeight a shape timed in few checks kept it for
+// minutes. Later times move it as an average, since units spread around their shape's time
+// both ways.
+type soloTime struct {
+	log float64
+	n   int
+}
+
+func (s soloTime) seeded() bool { return s.n >= soloSeed }
+
+// next is s with another time alone, l (log of seconds).
+func (s soloTime) next(l float64) soloTime {
+	if !s.seeded() {
+		return soloTime{log: min(s.log, l), n: s.n + 1}
+	}
+	return soloTime{log: s.log + soloWeight*(l-s.log), n: s.n}
 }
 
 // endCheck ends a solo check; c.mu is held.

@@ -30,11 +30,18 @@ type psDatabase struct {
 	// slow: outside solo checks every unit runs this many times slower (0: not), as with
 	// a processor quota that throttles the database whenever it is busy: units take longer
 	// than alone however few run.
-	slow    float64
-	tickets []Ticket
-	need    []time.Duration // the service each client's unit needs
-	left    []float64       // service still needed by running units, in seconds; <0: not running
-	started []time.Time
+	slow float64
+	// heavy: one unit in heavyOne (at random) needs heavy instead of demand, of the same
+	// type and charged the same (an interaction's scan among its index lookups); shapes
+	// gives the two kinds shapes of their own.
+	heavy    time.Duration
+	heavyOne uint64
+	shapes   bool
+	seed     uint64
+	tickets  []Ticket
+	need     []time.Duration // the service each client's unit needs
+	left     []float64       // service still needed by running units, in seconds; <0: not running
+	started  []time.Time
 }
 
 func newPSDatabase(t *testing.T, cfg Config, clients int, cores float64) *psDatabase {
@@ -54,9 +61,23 @@ func newPSDatabaseOf(t *testing.T, cfg Config, clients int, cores float64, deman
 }
 
 func (db *psDatabase) arrive(i int) {
-	st, err := db.ctl.Arrive(&db.tickets[i], Request{Type: db.typ, Cost: db.cost, Service: db.demand})
-	require.NoError(db.t, err)
+	req := Request{Type: db.typ, Cost: db.cost, Service: db.demand}
 	db.need[i] = db.demand
+	if db.heavyOne > 0 {
+		db.seed = db.seed*6364136223846793005 + 1442695040888963407
+		heavy := (db.seed>>33)%db.heavyOne == 0
+		if heavy {
+			db.need[i] = db.heavy
+		}
+		if db.shapes {
+			req.Shape = 100
+			if heavy {
+				req.Shape++
+			}
+		}
+	}
+	st, err := db.ctl.Arrive(&db.tickets[i], req)
+	require.NoError(db.t, err)
 	db.left[i] = -1
 	if st == Admitted {
 		db.start(i)
@@ -191,6 +212,29 @@ func TestAutoCapacityFollowsAStepChange(t *testing.T) {
 	rate = db.run(10 * time.Second)
 	require.Greater(t, rate, 0.9*800, "throughput on 8 cores again")
 	require.Greater(t, db.ctl.Snapshot().Capacity.Seconds(), 1.3*half.Seconds())
+}
+
+// TestAutoCapacityShapesOfAType: one unit in ten of the type needs 40 ms, the others 1 ms,
+// all charged the mean, 4.9 ms. Given shapes of their own, the two keep solo times of their
+// own, and the time alone the stretch divides by holds at their geometric mean (1.45 ms)
+// instead of swinging with which of them ran alone last, as one solo time for both did (a
+// heavy unit timed alone moves it 2.5 times up).
+func TestAutoCapacityShapesOfAType(t *testing.T) {
+	db := newPSDatabaseOf(t, autoConfig(5*time.Millisecond), 64, 4, time.Millisecond)
+	db.heavy, db.heavyOne, db.shapes = 40*time.Millisecond, 10, true
+	db.cost = 4900 * time.Microsecond
+	db.run(60 * time.Second)
+	rate := 0.0
+	var alone []time.Duration
+	for range 30 {
+		rate += db.run(time.Second) / 30
+		alone = append(alone, db.ctl.Snapshot().Auto.Alone)
+	}
+	// Peak: 4 cores / 4.9 ms, some 816 units a second.
+	require.Greater(t, rate, 0.9*816, "throughput")
+	for _, a := range alone {
+		require.InDelta(t, 1.45, a.Seconds()*1000, 0.3, "time alone (ms) each second: %v", alone)
+	}
 }
 
 // TestAutoCapacityWithBusyTimeCosts: charged busy times (no estimator.backend_cpus), a
@@ -339,7 +383,7 @@ func TestAutoCapacityHeavyUnitsAloneDoNotGrowIt(t *testing.T) {
 		clock := NewManualClock(time.Unix(1_700_000_000, 0))
 		ctl := New(autoConfig(100*time.Millisecond), clock)
 		u := &ctl.tune
-		u.solo[1] = math.Log(0.01) // 10 ms alone
+		u.solo[1] = soloTime{log: math.Log(0.01), n: soloSeed} // 10 ms alone
 		u.warm, u.windows, u.queued = true, 0, true
 		u.running(clock.Now(), 1)
 		clock.Advance(time.Second)
@@ -391,7 +435,9 @@ func TestAutoCapacityStaleSoloTimes(t *testing.T) {
 	db.run(40 * time.Second)
 	checks := db.ctl.Snapshot().Auto.Solo
 	for typ := range db.ctl.tune.solo {
-		db.ctl.tune.solo[typ] += math.Log(10)
+		st := db.ctl.tune.solo[typ]
+		st.log += math.Log(10)
+		db.ctl.tune.solo[typ] = st
 	}
 	top := time.Duration(0)
 	for range 30 {
@@ -568,7 +614,7 @@ func settledAt(capacity time.Duration) (*ManualClock, *Controller) {
 	clock := NewManualClock(time.Unix(1_700_000_000, 0))
 	ctl := New(autoConfig(capacity), clock)
 	u := &ctl.tune
-	u.solo[1] = math.Log(0.01)
+	u.solo[1] = soloTime{log: math.Log(0.01), n: soloSeed}
 	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
 	return clock, ctl
 }

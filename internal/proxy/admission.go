@@ -228,7 +228,7 @@ func (s *session) admit() (admitted, keep bool) {
 			msg: fmt.Sprintf("gatekeeper: rate limit: policer %q (admission.policers) refused the statement; retry later", rule)})
 		return false, s.client.IOErr() == nil
 	}
-	req := admission.Request{Type: key, Txn: txn, Conn: s.id, Accepted: s.accepted(),
+	req := admission.Request{Type: key, Shape: s.unitShape(key, txn), Txn: txn, Conn: s.id, Accepted: s.accepted(),
 		Holding: s.pl != nil && s.pl.lease != nil}
 	ctl := s.adm.ctl
 	switch rs := s.rs; {
@@ -328,6 +328,25 @@ func (s *session) unitKey(txn bool) uint64 {
 		return st.hash ^ saltTransaction
 	}
 	return st.hash
+}
+
+// unitShape is what the adaptive capacity times the unit alone by (admission.Request.Shape),
+// the unit's type being key: 0 where the type is its first statement's digest already,
+// else the type with that digest, so that an interaction's cheap and costly statements,
+// or one user's, keep solo times of their own.
+func (s *session) unitShape(key uint64, txn bool) uint64 {
+	st := &s.stmt
+	if !st.valid {
+		return 0
+	}
+	digest := st.hash
+	if txn {
+		digest ^= saltTransaction
+	}
+	if key == digest || s.rec.typeKey == keyTagDigest && !txn {
+		return 0 // typed by the statement's digest (a tag_digest key holds it too)
+	}
+	return tagDigestKey(key, digest)
 }
 
 // admissionError tells the client why its unit was refused; where names the backend

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/classify"
+
 	"github.com/stretchr/testify/assert"
 )
 
@@ -36,4 +38,43 @@ func TestTagSetForgetsTheOldestHalfPastItsBound(t *testing.T) {
 	assert.False(t, s.has([]byte("0")), "two generations back is forgotten")
 	assert.True(t, s.has([]byte("next")))
 	assert.False(t, s.has([]byte("never")))
+}
+
+// TestUnitShape: under the keys that gather statements of different costs into one type
+// (a tag, a user), each statement keeps a shape of its own for the adaptive capacity's
+// solo times; under the digest keys the type is the statement's already.
+func TestUnitShape(t *testing.T) {
+	shape := func(key typeKey, txn bool, sql string) (uint64, uint64) {
+		r := classify.New().Classify([]byte(sql))
+		s := &session{user: "app"}
+		s.rec = &recorder{typeKey: key}
+		s.stmt = statement{valid: true, hash: r.Hash, kind: r.Kind, digest: r.Digest, tag: r.Tag}
+		k := s.unitKey(txn)
+		return k, s.unitShape(k, txn)
+	}
+	lookup := "/* gk:type=search */ SELECT * FROM item WHERE i_id = 5"
+	scan := "/* gk:type=search */ SELECT * FROM item WHERE i_title LIKE '%a%'"
+	for _, key := range []typeKey{keyTag, keyUser} {
+		k1, s1 := shape(key, false, lookup)
+		k2, s2 := shape(key, false, scan)
+		assert.Equal(t, k1, k2, "key %d: one type", key)
+		assert.NotZero(t, s1)
+		assert.NotEqual(t, s1, s2, "key %d: a shape each", key)
+		_, again := shape(key, false, "/* gk:type=search */ SELECT * FROM item WHERE i_id = 77")
+		assert.Equal(t, s1, again, "key %d: other literals, the same shape", key)
+		_, inTxn := shape(key, true, lookup)
+		assert.NotEqual(t, s1, inTxn, "key %d: a transaction is a shape of its own", key)
+	}
+	for _, key := range []typeKey{keyDigest, keyTransaction} {
+		_, s := shape(key, false, scan)
+		assert.Zero(t, s, "key %d: the type is the digest's", key)
+		_, s = shape(key, true, scan)
+		assert.Zero(t, s, "key %d, in a transaction: the type is the digest's", key)
+	}
+	_, s := shape(keyTagDigest, false, scan)
+	assert.Zero(t, s, "tag_digest: an autocommit statement's type holds its digest")
+	_, s = shape(keyTagDigest, true, scan)
+	assert.NotZero(t, s, "tag_digest: a transaction's type is its tag")
+	_, s = shape(keyTag, false, "SELECT * FROM item WHERE i_id = 5")
+	assert.Zero(t, s, "untagged: typed by the digest")
 }
