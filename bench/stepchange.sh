@@ -169,7 +169,10 @@ hog() {
 	if [ "$1" = off ]; then
 		for pid in "${HOGS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 		HOGS=()
-		return
+		# return 0, not return: in the EXIT trap a bare return gives the status of the
+		# command that failed before it, and set -e then ended the trap before the
+		# backends were stopped.
+		return 0
 	fi
 	[ -d "$HOG_CG" ] || mkdir "$HOG_CG"
 	for cpu in $(cpu_list "$DB_CPUS"); do
