@@ -188,16 +188,17 @@ func TestBackendDiesMidResponse(t *testing.T) {
 		}
 
 		// A backend that dies before answering: the client is told why.
+		monitor := openDB(t, env.Primary, "")
 		db2 := openDB(t, p.Addr, "")
 		db2.SetMaxOpenConns(1)
 		if err := db2.Ping(); err != nil {
 			t.Fatal(err)
 		}
+		// Each statement is tagged: the server runs a cut statement to its end.
+		sleep := fmt.Sprintf("DO SLEEP(5) /* %s %d */", t.Name(), time.Now().UnixNano())
 		done := make(chan error, 1)
-		go func() { _, err := db2.Exec("DO SLEEP(5)"); done <- err }()
-		waitFor(t, 5*time.Second, "the statement to reach the backend", func() bool {
-			return metricValue(t, p, "gatekeeper_client_commands_total", map[string]string{"command": "query"}) >= 2
-		})
+		go func() { _, err := db2.Exec(sleep); done <- err }()
+		waitForRunning(t, monitor, sleep)
 		cut.cut()
 		err = <-done
 		var me *mysql.MySQLError
@@ -208,15 +209,13 @@ func TestBackendDiesMidResponse(t *testing.T) {
 		// The same seen by the mariadb CLI (libmariadb): the message, not "malformed packet".
 		_, port := hostPort(t, p.Addr)
 		cli := exec.Command(needTool(t, "mariadb"), "--no-defaults", "-h127.0.0.1", "-P"+port,
-			"-u"+env.User, "-p"+env.Password, "-e", "DO SLEEP(5)")
+			"-u"+env.User, "-p"+env.Password, "--comments", "-e", sleep+" /* cli */")
 		var out strings.Builder
 		cli.Stdout, cli.Stderr = &out, &out
 		if err := cli.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "the CLI's statement to reach the backend", func() bool {
-			return metricValue(t, p, "gatekeeper_client_commands_total", map[string]string{"command": "query"}) >= 3
-		})
+		waitForRunning(t, monitor, sleep+" /* cli */")
 		cut.cut()
 		_ = cli.Wait()
 		if !strings.Contains(out.String(), "ERROR 1158 (08S01) at line 1: gatekeeper: lost the connection to backend") {

@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"net"
@@ -243,6 +244,17 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 		case <-tick.C:
 		}
 	}
+}
+
+// waitForRunning waits until the server behind monitor is executing stmt, which is the
+// only sure sign that a statement sent through the proxy has reached the backend: the
+// proxy counts a command when it reads it, before it has a backend connection for it.
+func waitForRunning(t *testing.T, monitor *sql.DB, stmt string) {
+	t.Helper()
+	waitFor(t, 5*time.Second, stmt+" to run on the backend", func() bool {
+		var n int
+		return monitor.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", stmt).Scan(&n) == nil && n > 0
+	})
 }
 
 // hostPort splits an address for command-line tools.

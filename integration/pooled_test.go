@@ -531,10 +531,7 @@ func TestKill(t *testing.T) {
 			}
 			done <- err
 		}()
-		waitFor(t, 5*time.Second, "the statement to run on the primary", func() bool {
-			var n int
-			return monitor.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(10)'").Scan(&n) == nil && n == 1
-		})
+		waitForRunning(t, monitor, "SELECT SLEEP(10)")
 		killed := time.Now()
 		if _, err := b.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", id)); err != nil {
 			t.Fatalf("KILL QUERY %d: %v", id, err)
