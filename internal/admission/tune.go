@@ -84,9 +84,14 @@ const (
 	soloAgree    = 1.25
 	soloOff      = 2
 	// soloWeight is the weight of a new solo time in its shape's moving average (in logs),
-	// once soloSeed times seeded it (see soloTime).
+	// once soloSeed times seeded it (see soloTime). A time more than soloClip times off
+	// the average counts as soloClip times: a unit alone that a processor quota stops
+	// for the rest of its period takes 100 times its time, and at soloWeight one such unit
+	// triples its shape's solo time: at half the processor a check read the time alone at
+	// 1.7 ms where it had been 0.5, the stretch at 1.5, and the capacity doubled.
 	soloWeight = 0.25
 	soloSeed   = 3
+	soloClip   = 2
 	// maxTuneTypes bounds the types kept.
 	maxTuneTypes = 4096
 	// A descent (moves down in a row) must do what it is for: once the capacity is
@@ -110,11 +115,17 @@ const (
 	// that what it is compared with is of the database's present state. Each restore
 	// with no descent kept since the last doubles the windows it holds, up to
 	// restoreWindows<<restoreDoublings: where fewer units do not help, a descent tried
-	// every half minute and undone kept the capacity moving by half, for nothing.
+	// every half minute and undone kept the capacity moving by half, for nothing. The
+	// floor's windows run out only while the stretch reads near or under the target, up to
+	// floorMax windows in all: where a processor quota holds the stretch over the target
+	// at any capacity, the descent that was undone is tried again as soon as the floor
+	// lapses, and undone again (at half the processor, the capacity moved between 33 and 93
+	// ms within a minute, to the same throughput).
 	descentStep      = 1.5
 	descentSame      = 0.95
 	restoreWindows   = 15
 	restoreDoublings = 3
+	floorMax         = restoreWindows << restoreDoublings
 	descentHolds     = 5
 	// A probe moves the capacity down by descentStep after probeHolds windows in a row
 	// held with the stretch near the target while the capacity bound the units, and judges
@@ -290,9 +301,10 @@ type tuner struct {
 	// yet, the window after the first move down measures them), anchorStr and anchorRate
 	// those, and below the rates, estimated costs and stretches of the windows
 	// since at a capacity descentStep times under it.
-	// floorCap is the least capacity for floorLeft more windows, after a restore, unless
-	// the stretch is over floorBar (0: soloOff times the target); overrode is the stretch
-	// that last took the capacity under the floor (0: none did since the bar was set).
+	// floorCap is the least capacity for floorLeft more windows (floorAge since it was
+	// set), after a restore, unless the stretch is over floorBar (0: soloOff times the
+	// target); overrode is the stretch that last took the capacity under the floor (0:
+	// none did since the bar was set).
 	// restores counts the restores since a descent was last kept.
 	// anchorCost is the estimated costs completed a second at the anchor.
 	descending            bool
@@ -300,7 +312,7 @@ type tuner struct {
 	anchorRate            float64
 	anchorStr, anchorCost float64
 	below                 windowSums
-	floorLeft             int
+	floorLeft, floorAge   int
 	floorBar, overrode    float64
 	restores              int
 	holds                 int // windows in a row that held during the descent
@@ -387,7 +399,7 @@ func (u *tuner) complete(shape uint64, cost, busy time.Duration, alone bool) boo
 		case ok:
 			u.solo[shape] = st.next(l)
 			if u.checking && st.seeded() {
-				u.drift += l - s
+				u.drift += clipSolo(l - s)
 				u.driftN++
 			}
 		case len(u.solo) < maxTuneTypes:
@@ -427,7 +439,13 @@ func (s soloTime) next(l float64) soloTime {
 	if !s.seeded() {
 		return soloTime{log: min(s.log, l), n: s.n + 1}
 	}
-	return soloTime{log: s.log + soloWeight*(l-s.log), n: s.n}
+	return soloTime{log: s.log + soloWeight*clipSolo(l-s.log), n: s.n}
+}
+
+// clipSolo bounds a time alone's distance from its shape's solo time, in logs (soloClip).
+func clipSolo(d float64) float64 {
+	lim := math.Log(soloClip)
+	return min(max(d, -lim), lim)
 }
 
 // endCheck ends a solo check; c.mu is held.
@@ -737,8 +755,12 @@ func (u *tuner) probeUndone() {
 // which a restore or its floor may change; level is the stretch the move went by.
 func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, work, stretch, level float64, a AutoConfig) (time.Duration, Decision) {
 	if u.floorLeft > 0 {
-		if u.floorLeft--; u.floorLeft == 0 {
-			u.floorBar, u.overrode = 0, 0 // the bar lapses with its floor
+		// While the stretch reads over the target, as it did when the descent was undone,
+		// the floor's windows do not run out (up to floorMax in all; see restoreWindows).
+		if u.floorAge++; level <= deadBand*a.Stretch || u.floorAge > floorMax {
+			if u.floorLeft--; u.floorLeft == 0 {
+				u.floorBar, u.overrode = 0, 0 // the bar lapses with its floor
+			}
 		}
 	}
 	if d == DecisionHold {
@@ -808,7 +830,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 			// under it, past the bar.
 			floor, bar = max(floor, u.floorCap), max(u.floorBar, deadBand*u.overrode)
 		}
-		u.floorCap, u.floorLeft = floor, restoreWindows<<min(u.restores, restoreDoublings)
+		u.floorCap, u.floorLeft, u.floorAge = floor, restoreWindows<<min(u.restores, restoreDoublings), 0
 		u.floorBar, u.overrode = bar, 0
 		u.restores++
 	}

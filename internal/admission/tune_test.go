@@ -505,7 +505,8 @@ func TestAutoCapacityRestoresHoldLonger(t *testing.T) {
 // the stretch reads over soloOff times the target. Where it reads near that bar at every
 // capacity (a processor quota), a move past the floor that the next window undoes raises
 // the bar, so that the capacity does not move by half and back every other window; a
-// stretch over the raised bar still moves it, and the bar lapses with its floor.
+// stretch over the raised bar still moves it. The floor lasts while the stretch reads over
+// the target, and the bar lapses with it.
 func TestAutoCapacityFloorBarRises(t *testing.T) {
 	a := AutoConfig{Stretch: 2.5}
 	u := &tuner{}
@@ -538,11 +539,23 @@ func TestAutoCapacityFloorBarRises(t *testing.T) {
 	_, d = window(80*ms, 7)
 	require.Equal(t, DecisionDown, d, "over the raised bar")
 
-	// The bar lapses with the floor.
+	// The floor's windows do not run out while the stretch reads over the target, up to
+	// floorMax windows in all.
 	u.floorLeft = 1
+	for range 10 {
+		next, _ = window(80*ms, 4.5)
+		require.Equal(t, 80*ms, next, "the stretch still over the target")
+	}
+	require.Equal(t, 1, u.floorLeft)
+	// The bar lapses with the floor.
+	window(80*ms, 2.5)
+	require.Zero(t, u.floorLeft, "run out at the target")
+	require.Zero(t, u.floorBar)
 	_, d = window(80*ms, 5.5)
 	require.Equal(t, DecisionDown, d, "no floor left")
-	require.Zero(t, u.floorBar)
+	u.floorCap, u.floorLeft, u.floorAge = 80*ms, 1, floorMax
+	next, _ = window(80*ms, 4.5)
+	require.Equal(t, 53*ms, next.Round(ms), "past floorMax windows the floor runs out whatever the stretch")
 
 	// A descent kept lifts the floor: the database got slower (a stretch of 8 at the
 	// floor), and fewer units brought the stretch down with the work kept.
@@ -785,4 +798,16 @@ func TestAutoCapacitySoloChecksSpreadIsNoShift(t *testing.T) {
 	}
 	require.Equal(t, 2*soloEvery, check(5*ms, 20*ms, 20*ms, 5*ms, 5*ms, 20*ms, 20*ms, 5*ms), "no shift: backs off")
 	require.Equal(t, soloEvery, check(20*ms, 20*ms, 20*ms, 20*ms, 20*ms, 20*ms, 20*ms, 20*ms), "twice as long: moved")
+}
+
+// TestAutoCapacitySoloOutlierIsClipped: a unit alone that a processor quota stopped for
+// the rest of its period (100 times its time) moves its shape's solo time no more than one
+// twice as long would, and reads as no shift of them all.
+func TestAutoCapacitySoloOutlierIsClipped(t *testing.T) {
+	clock, ctl := settledAt(90 * time.Millisecond)
+	u := &ctl.tune
+	ms := time.Millisecond
+	soloCheck(clock, ctl, 10*ms, 10*ms, 10*ms, 10*ms, 10*ms, 10*ms, 10*ms, 1000*ms)
+	require.InDelta(t, 10*math.Pow(soloClip, soloWeight), math.Exp(u.solo[1].log)*1000, 1e-9, "solo time, ms")
+	require.Equal(t, 2*soloEvery, u.every, "no shift: backs off")
 }
