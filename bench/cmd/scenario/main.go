@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -455,10 +456,16 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 	var beforeErr error
 	var cpu <-chan cpuUse
 	stop := make(chan struct{})
+	var measuring atomic.Bool
+	var trace <-chan []capacitySample
+	if m.Auto {
+		trace = traceCapacity(p.Admin, &measuring, stop)
+	}
 	cfg.OnMeasure = func() {
 		if p != nil {
 			before, beforeErr = p.types()
 		}
+		measuring.Store(true)
 		cpu = meterPeriod(meter, cfg.Duration, stop)
 	}
 	var err error
@@ -468,6 +475,9 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 		return r, fmt.Errorf("%s: %w", m.Name, err)
 	}
 	r.CPU = <-cpu
+	if trace != nil {
+		r.Capacity = <-trace
+	}
 	if beforeErr != nil {
 		return r, beforeErr
 	}

@@ -34,6 +34,8 @@ type runResult struct {
 	ExecMS map[string]float64
 	// CPU is where the machine's processor time went in the measured period.
 	CPU cpuUse
+	// Capacity is an adaptive capacity's trace, a sample a second (nil for other modes).
+	Capacity []capacitySample
 }
 
 // splitNames names the two parts of a response the proxy tells apart: what it charged, and
@@ -222,6 +224,11 @@ func writeResults(o options, env environment, runs []runResult) error {
 	}
 	if err := writeErrorsCSV(filepath.Join(o.out, "errors.csv"), runs); err != nil {
 		return err
+	}
+	if slices.ContainsFunc(runs, func(r runResult) bool { return r.Capacity != nil }) {
+		if err := writeCapacityCSV(filepath.Join(o.out, "capacity.csv"), runs); err != nil {
+			return err
+		}
 	}
 	if err := writePlots(o, medians(runs)); err != nil {
 		return err
@@ -451,6 +458,7 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 		writeOpenRounds(w, o, all)
 	}
 	writeCPU(w, runs)
+	writeCapacityTrace(w, all)
 	writeErrors(w, all)
 	fmt.Fprintf(w, "## Every class\n\nMean response time in ms of the completed interactions, and after it, when any, the count that\ndid not complete (failed + refused + timed out).\n\n")
 	for _, sel := range classTables(o, runs) {

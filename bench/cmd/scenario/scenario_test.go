@@ -537,3 +537,18 @@ func TestCapacityIsFifosClosedLoopPeak(t *testing.T) {
 	require.Equal(t, 460.0, capacity(runs[:1]), "without fifo, direct's")
 	require.Equal(t, 640.0, capacity(runs[3:4]), "without either, any mode's")
 }
+
+func TestMetricOf(t *testing.T) {
+	metrics := `# HELP gatekeeper_admission_capacity_seconds The capacity: concurrent expected work admitted at most.
+# TYPE gatekeeper_admission_capacity_seconds gauge
+gatekeeper_admission_capacity_seconds 0.0825
+gatekeeper_backend_admission_capacity_seconds{backend="127.0.0.1:1"} 0.5
+`
+	v, ok := metricOf(metrics, "gatekeeper_admission_capacity_seconds")
+	if !ok || v != 0.0825 {
+		t.Errorf("capacity = %v, %v; want 0.0825", v, ok)
+	}
+	if _, ok := metricOf(metrics, "gatekeeper_admission"); ok {
+		t.Error("a prefix of a name read as the metric")
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// capacitySample is the proxy's admission capacity at one second of a run.
+type capacitySample struct {
+	At       time.Duration // since the run began, warm-up included
+	Measured bool          // in the measured period
+	Capacity float64       // seconds
+}
+
+// traceCapacity samples the capacity that the proxy whose admin listener is at admin
+// reports, once a second from now until stop closes, and then sends the samples; measured
+// says whether the measured period has begun. A sample that cannot be read is left out:
+// the trace shows where an adaptive capacity went, and a second missing from it loses
+// nothing the report counts.
+func traceCapacity(admin string, measured *atomic.Bool, stop <-chan struct{}) <-chan []capacitySample {
+	out := make(chan []capacitySample, 1)
+	go func() { // ends when stop closes
+		var samples []capacitySample
+		start := time.Now()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				out <- samples
+				return
+			case <-tick.C:
+			}
+			if v, ok := scrape(admin, "gatekeeper_admission_capacity_seconds"); ok {
+				samples = append(samples, capacitySample{At: time.Since(start).Round(time.Second), Measured: measured.Load(), Capacity: v})
+			}
+		}
+	}()
+	return out
+}
+
+// scrape reads the unlabelled metric name from the proxy's metrics.
+func scrape(admin, name string) (float64, bool) {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false
+	}
+	return metricOf(string(b), name)
+}
+
+// metricOf finds the unlabelled metric name in metrics in the text format.
+func metricOf(metrics, name string) (float64, bool) {
+	for line := range strings.SplitSeq(metrics, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// writeCapacityCSV writes the capacity traces of the runs that have one, a row a second.
+func writeCapacityCSV(path string, runs []runResult) error {
+	records := [][]string{{"mode", "loop", "clients", "rate", "round", "second", "measured", "capacity_s"}}
+	for _, r := range runs {
+		for _, s := range r.Capacity {
+			records = append(records, []string{r.Mode, r.Loop, strconv.Itoa(r.Clients), strconv.FormatFloat(r.Rate, 'f', 3, 64),
+				strconv.Itoa(r.Round), strconv.Itoa(int(s.At / time.Second)), strconv.FormatBool(s.Measured),
+				strconv.FormatFloat(s.Capacity, 'f', 4, 64)})
+		}
+	}
+	return writeCSVFile(path, records)
+}
+
+// writeCapacityTrace tells where each run of an adaptive capacity held it through its
+// measured period, beside the run's short interactions: a median that differs between the
+// runs of a cell says which capacity each run's figures came from.
+func writeCapacityTrace(w io.Writer, all []runResult) {
+	if !slices.ContainsFunc(all, func(r runResult) bool { return r.Capacity != nil }) {
+		return
+	}
+	fmt.Fprintf(w, "## The adaptive capacity\n\nThe capacity over each run's measured period, sampled a second (`capacity.csv` has every second,\nwarm-up included): median, and lowest-highest.\n\n")
+	fmt.Fprintf(w, "| mode | loop | round | capacity, median ms | lowest-highest ms | interactions/s | short mean ms |\n|---|---|---:|---:|---|---:|---:|\n")
+	for _, r := range all {
+		var caps []float64
+		for _, s := range r.Capacity {
+			if s.Measured {
+				caps = append(caps, 1000*s.Capacity)
+			}
+		}
+		if len(caps) == 0 {
+			continue
+		}
+		slices.Sort(caps)
+		loop := fmt.Sprintf("closed %d", r.Clients)
+		if r.Loop == "open" {
+			loop = fmt.Sprintf("open %.1f/s", r.Rate)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %.0f | %.0f-%.0f | %.1f | %.1f |\n", r.Mode, loop, r.Round, caps[len(caps)/2],
+			caps[0], caps[len(caps)-1], r.Result.Total.Throughput, shortMean(r.Result))
+	}
+	fmt.Fprintln(w)
+}
