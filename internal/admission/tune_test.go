@@ -811,3 +811,19 @@ func TestAutoCapacitySoloOutlierIsClipped(t *testing.T) {
 	require.InDelta(t, 10*math.Pow(soloClip, soloWeight), math.Exp(u.solo[1].log)*1000, 1e-9, "solo time, ms")
 	require.Equal(t, 2*soloEvery, u.every, "no shift: backs off")
 }
+
+// TestAutoCapacityOneAtATimeSlowerThanAlone: once settled, units that ran one at a time
+// while others waited double the capacity only when they ran about as fast as alone: one
+// at a time twice as long as alone (a processor quota that stops the database half of
+// each period) is no sign of room.
+func TestAutoCapacityOneAtATimeSlowerThanAlone(t *testing.T) {
+	for _, c := range []struct {
+		busy time.Duration
+		grow bool
+	}{{22 * time.Millisecond, false}, {12 * time.Millisecond, true}} {
+		clock, ctl := settledAt(100 * time.Millisecond)
+		endWindow(clock, ctl, 2*time.Second, 1, 40, 10*time.Millisecond, c.busy, true)
+		grew := ctl.Snapshot().Capacity >= 200*time.Millisecond
+		require.Equal(t, c.grow, grew, "units alone for %v, timed at 10 ms: capacity %v", c.busy, ctl.Snapshot().Capacity)
+	}
+}
