@@ -551,4 +551,12 @@ gatekeeper_backend_admission_capacity_seconds{backend="127.0.0.1:1"} 0.5
 	if _, ok := metricOf(metrics, "gatekeeper_admission"); ok {
 		t.Error("a prefix of a name read as the metric")
 	}
+	metrics += `gatekeeper_admission_capacity_last_decision{decision="down"} 0
+gatekeeper_admission_capacity_last_decision{decision="hold"} 1
+gatekeeper_admission_capacity_stretch_ratio 2.61
+`
+	s, ok := sampleOf(metrics)
+	if !ok || s.Capacity != 0.0825 || s.Stretch != 2.61 || s.Decision != "hold" {
+		t.Errorf("sample = %+v, %v; want capacity 0.0825, stretch 2.61, decision hold", s, ok)
+	}
 }

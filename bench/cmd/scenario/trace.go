@@ -11,11 +11,15 @@ import (
 	"time"
 )
 
-// capacitySample is the proxy's admission capacity at one second of a run.
+// capacitySample is the proxy's adaptive capacity at one second of a run.
 type capacitySample struct {
 	At       time.Duration // since the run began, warm-up included
 	Measured bool          // in the measured period
 	Capacity float64       // seconds
+	// Stretch, Alone (seconds) and Decision are the last window's, as the proxy's
+	// metrics give them.
+	Stretch, Alone float64
+	Decision       string
 }
 
 // traceCapacity samples the capacity that the proxy whose admin listener is at admin
@@ -37,27 +41,43 @@ func traceCapacity(admin string, measured *atomic.Bool, stop <-chan struct{}) <-
 				return
 			case <-tick.C:
 			}
-			if v, ok := scrape(admin, "gatekeeper_admission_capacity_seconds"); ok {
-				samples = append(samples, capacitySample{At: time.Since(start).Round(time.Second), Measured: measured.Load(), Capacity: v})
+			if s, ok := scrape(admin); ok {
+				s.At, s.Measured = time.Since(start).Round(time.Second), measured.Load()
+				samples = append(samples, s)
 			}
 		}
 	}()
 	return out
 }
 
-// scrape reads the unlabelled metric name from the proxy's metrics.
-func scrape(admin, name string) (float64, bool) {
+// scrape reads the adaptive capacity's figures from the proxy's metrics.
+func scrape(admin string) (capacitySample, bool) {
 	c := http.Client{Timeout: time.Second}
 	resp, err := c.Get("http://" + admin + "/metrics")
 	if err != nil {
-		return 0, false
+		return capacitySample{}, false
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, false
+		return capacitySample{}, false
 	}
-	return metricOf(string(b), name)
+	return sampleOf(string(b))
+}
+
+// sampleOf reads the adaptive capacity's figures out of metrics in the text format.
+func sampleOf(metrics string) (capacitySample, bool) {
+	var s capacitySample
+	var ok bool
+	s.Capacity, ok = metricOf(metrics, "gatekeeper_admission_capacity_seconds")
+	s.Stretch, _ = metricOf(metrics, "gatekeeper_admission_capacity_stretch_ratio")
+	s.Alone, _ = metricOf(metrics, "gatekeeper_admission_capacity_alone_seconds")
+	for line := range strings.SplitSeq(metrics, "\n") {
+		if d, found := strings.CutPrefix(line, `gatekeeper_admission_capacity_last_decision{decision="`); found && strings.HasSuffix(d, `"} 1`) {
+			s.Decision = strings.TrimSuffix(d, `"} 1`)
+		}
+	}
+	return s, ok
 }
 
 // metricOf finds the unlabelled metric name in metrics in the text format.
@@ -73,12 +93,13 @@ func metricOf(metrics, name string) (float64, bool) {
 
 // writeCapacityCSV writes the capacity traces of the runs that have one, a row a second.
 func writeCapacityCSV(path string, runs []runResult) error {
-	records := [][]string{{"mode", "loop", "clients", "rate", "round", "second", "measured", "capacity_s"}}
+	records := [][]string{{"mode", "loop", "clients", "rate", "round", "second", "measured", "capacity_s", "stretch", "alone_s", "decision"}}
 	for _, r := range runs {
 		for _, s := range r.Capacity {
 			records = append(records, []string{r.Mode, r.Loop, strconv.Itoa(r.Clients), strconv.FormatFloat(r.Rate, 'f', 3, 64),
 				strconv.Itoa(r.Round), strconv.Itoa(int(s.At / time.Second)), strconv.FormatBool(s.Measured),
-				strconv.FormatFloat(s.Capacity, 'f', 4, 64)})
+				strconv.FormatFloat(s.Capacity, 'f', 4, 64), strconv.FormatFloat(s.Stretch, 'f', 3, 64),
+				strconv.FormatFloat(s.Alone, 'f', 6, 64), s.Decision})
 		}
 	}
 	return writeCSVFile(path, records)
