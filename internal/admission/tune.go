@@ -76,8 +76,8 @@ const (
 	// statements, before shapes, was wider than that, and kept the checks at every fourth
 	// window, some 6% of the database's time at one unit), the windows between them
 	// double, up to soloEveryMax: a check holds the database to one unit at a time, and one
-	// that finds nothing new only costs. A check that finds them moved, or a window whose stretch is off the target by more than
-	// soloOff, brings them back to soloEvery.
+	// that finds nothing new only costs. A check that finds them moved, or a window whose
+	// stretch is off the target by more than soloOff, brings them back to soloEvery.
 	soloEvery    = 4
 	soloEveryMax = 16
 	soloUnits    = 8
