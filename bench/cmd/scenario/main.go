@@ -456,16 +456,16 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 	var beforeErr error
 	var cpu <-chan cpuUse
 	stop := make(chan struct{})
-	var measuring atomic.Bool
+	var measuring atomic.Int64 // when the measured period began, in Unix nanoseconds
 	var trace <-chan []capacitySample
 	if m.Auto {
-		trace = traceCapacity(p.Admin, &measuring, stop)
+		trace = traceCapacity(p.Admin, &measuring, cfg.Duration, stop)
 	}
 	cfg.OnMeasure = func() {
 		if p != nil {
 			before, beforeErr = p.types()
 		}
-		measuring.Store(true)
+		measuring.Store(time.Now().UnixNano())
 		cpu = meterPeriod(meter, cfg.Duration, stop)
 	}
 	var err error

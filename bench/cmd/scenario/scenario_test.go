@@ -554,9 +554,13 @@ gatekeeper_backend_admission_capacity_seconds{backend="127.0.0.1:1"} 0.5
 	metrics += `gatekeeper_admission_capacity_last_decision{decision="down"} 0
 gatekeeper_admission_capacity_last_decision{decision="hold"} 1
 gatekeeper_admission_capacity_stretch_ratio 2.61
+gatekeeper_admission_running 17
+gatekeeper_admission_load_seconds 0.09
+gatekeeper_admission_queue_length 640
+gatekeeper_admission_open_transactions 3
 `
 	s, ok := sampleOf(metrics)
-	if !ok || s.Capacity != 0.0825 || s.Stretch != 2.61 || s.Decision != "hold" {
-		t.Errorf("sample = %+v, %v; want capacity 0.0825, stretch 2.61, decision hold", s, ok)
+	if !ok || s.Capacity != 0.0825 || s.Stretch != 2.61 || s.Decision != "hold" || s.Running != 17 || s.Load != 0.09 || s.Queued != 640 || s.Open != 3 {
+		t.Errorf("sample = %+v, %v; want capacity 0.0825, stretch 2.61, decision hold, 17 running, load 0.09, 640 queued, 3 open", s, ok)
 	}
 }

@@ -20,14 +20,22 @@ type capacitySample struct {
 	// metrics give them.
 	Stretch, Alone float64
 	Decision       string
+	// Running and Load (seconds) are the units at the database and their estimated
+	// costs, Queued the units waiting for capacity and Open the open transactions, at the
+	// sample: where the load stays over the capacity, units that pass it (statements of
+	// transactions in progress) keep the database as busy as before it moved.
+	Running, Queued, Open int
+	Load                  float64
 }
 
 // traceCapacity samples the capacity that the proxy whose admin listener is at admin
 // reports, once a second from now until stop closes, and then sends the samples; measured
-// says whether the measured period has begun. A sample that cannot be read is left out:
+// holds when the measured period began (Unix nanoseconds; 0: not yet), and period is its
+// length: the seconds after it, while the clients finish what they began, are not
+// measured (the queue drains, and what is left of it is heavy units). A sample that cannot be read is left out:
 // the trace shows where an adaptive capacity went, and a second missing from it loses
 // nothing the report counts.
-func traceCapacity(admin string, measured *atomic.Bool, stop <-chan struct{}) <-chan []capacitySample {
+func traceCapacity(admin string, measured *atomic.Int64, period time.Duration, stop <-chan struct{}) <-chan []capacitySample {
 	out := make(chan []capacitySample, 1)
 	go func() { // ends when stop closes
 		var samples []capacitySample
@@ -42,7 +50,9 @@ func traceCapacity(admin string, measured *atomic.Bool, stop <-chan struct{}) <-
 			case <-tick.C:
 			}
 			if s, ok := scrape(admin); ok {
-				s.At, s.Measured = time.Since(start).Round(time.Second), measured.Load()
+				from := measured.Load()
+				s.At = time.Since(start).Round(time.Second)
+				s.Measured = from > 0 && time.Since(time.Unix(0, from)) <= period
 				samples = append(samples, s)
 			}
 		}
@@ -72,6 +82,11 @@ func sampleOf(metrics string) (capacitySample, bool) {
 	s.Capacity, ok = metricOf(metrics, "gatekeeper_admission_capacity_seconds")
 	s.Stretch, _ = metricOf(metrics, "gatekeeper_admission_capacity_stretch_ratio")
 	s.Alone, _ = metricOf(metrics, "gatekeeper_admission_capacity_alone_seconds")
+	s.Load, _ = metricOf(metrics, "gatekeeper_admission_load_seconds")
+	for name, v := range map[string]*int{"running": &s.Running, "queue_length": &s.Queued, "open_transactions": &s.Open} {
+		f, _ := metricOf(metrics, "gatekeeper_admission_"+name)
+		*v = int(f)
+	}
 	for line := range strings.SplitSeq(metrics, "\n") {
 		if d, found := strings.CutPrefix(line, `gatekeeper_admission_capacity_last_decision{decision="`); found && strings.HasSuffix(d, `"} 1`) {
 			s.Decision = strings.TrimSuffix(d, `"} 1`)
@@ -93,13 +108,14 @@ func metricOf(metrics, name string) (float64, bool) {
 
 // writeCapacityCSV writes the capacity traces of the runs that have one, a row a second.
 func writeCapacityCSV(path string, runs []runResult) error {
-	records := [][]string{{"mode", "loop", "clients", "rate", "round", "second", "measured", "capacity_s", "stretch", "alone_s", "decision"}}
+	records := [][]string{{"mode", "loop", "clients", "rate", "round", "second", "measured", "capacity_s", "stretch", "alone_s", "decision", "running", "load_s", "queued", "open_transactions"}}
 	for _, r := range runs {
 		for _, s := range r.Capacity {
 			records = append(records, []string{r.Mode, r.Loop, strconv.Itoa(r.Clients), strconv.FormatFloat(r.Rate, 'f', 3, 64),
 				strconv.Itoa(r.Round), strconv.Itoa(int(s.At / time.Second)), strconv.FormatBool(s.Measured),
 				strconv.FormatFloat(s.Capacity, 'f', 4, 64), strconv.FormatFloat(s.Stretch, 'f', 3, 64),
-				strconv.FormatFloat(s.Alone, 'f', 6, 64), s.Decision})
+				strconv.FormatFloat(s.Alone, 'f', 6, 64), s.Decision, strconv.Itoa(s.Running),
+				strconv.FormatFloat(s.Load, 'f', 4, 64), strconv.Itoa(s.Queued), strconv.Itoa(s.Open)})
 		}
 	}
 	return writeCSVFile(path, records)
