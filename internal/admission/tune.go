@@ -164,6 +164,19 @@ const (
 	// units that ran one at a time is judged too: past the knee at 800 clients it took the
 	// capacity from 68 to 262 ms, and the units' stretch read over 7 twelve seconds later.
 	climbGain = 1.05
+	// Once settled, the stretch moves the capacity settledGain of the way to where it
+	// would read the target (in logs, taking the stretch to grow in proportion to the
+	// capacity), so that one window's noise moves it little. The stretch answers a move
+	// some windows late: past the knee at 800 clients of the bookstore, where sjf holds
+	// heavy units back for seconds, it kept rising for four windows of a descent, and
+	// half the way a window took the capacity round a cycle between 24 and 250 ms every
+	// 20-30 s, with the short interactions at 2-2.6 times a static capacity's mean. Each
+	// move against the one before halves the moves that follow, up to dampMax times, as a
+	// search narrows its steps around what it looks for; each run of dampRestore more
+	// moves the same way (the capacity has far to go) doubles them back once.
+	settledGain = 0.25
+	dampMax     = 3
+	dampRestore = 3
 )
 
 // Decision is what the adaptive capacity did at the end of a window.
@@ -334,8 +347,13 @@ type tuner struct {
 	climbHolds           int
 	climbFails, ceilLeft int
 	climbChecked         bool // a solo check ended since the climb began
-	prevWork             float64
-	state                AutoState
+	// damp halves the settled moves by the stretch that many times; lastUp is the
+	// direction of the last of them, dirRun how many in a row went that way (0: none
+	// since the slow start; see turn).
+	damp, dirRun int
+	lastUp       bool
+	prevWork     float64
+	state        AutoState
 }
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
@@ -541,7 +559,8 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	capacity := c.cfg.Capacity
 	next, d := capacity, DecisionHold
-	climb := false // the stretch, or units run one at a time, moved it up
+	climb := false     // the stretch, or units run one at a time, moved it up
+	byStretch := false // a settled move by the stretch (see settledGain)
 	step := a.Step
 	if !u.warm {
 		step = 1 // the slow start doubles
@@ -585,14 +604,16 @@ func (c *Controller) adapt(now time.Time) {
 		r := a.Stretch / level
 		m := r // the move
 		if u.warm {
-			m = math.Sqrt(r) // settled: half the way, so that one window's noise moves it little
+			// Settled: part of the way (see settledGain), less after reversals.
+			m = math.Pow(r, settledGain/float64(int(1)<<u.damp))
 		}
 		switch {
 		case r > deadBand && bound:
 			d, next = DecisionUp, grow(capacity, math.Min(m-1, step))
-			climb = true
+			climb, byStretch = true, u.warm
 		case r < 1/deadBand:
 			d, next = DecisionDown, shrink(capacity, math.Min(1/m-1, step))
+			byStretch = u.warm
 			u.warm = u.warm || bound
 		case r <= deadBand:
 			u.warm = u.warm || bound // reached the target
@@ -615,6 +636,9 @@ func (c *Controller) adapt(now time.Time) {
 	if u.moved {
 		u.state.Moved++
 		c.setCapacity(next)
+		if byStretch && (d == DecisionUp || d == DecisionDown) {
+			u.turn(next > capacity)
+		}
 	}
 	u.state.Last = d
 	u.state.Decided[d]++
@@ -628,13 +652,29 @@ func (c *Controller) adapt(now time.Time) {
 	u.windows++
 	u.start, u.queued, u.area, u.waitArea, u.soloTime = now, false, 0, 0, 0
 	u.blind = u.untimed > n
-	if d == DecisionUp && bound && level < math.Sqrt(a.Stretch) {
+	if d == DecisionUp && bound && level < math.Pow(a.Stretch, 0.5/float64(min(u.damp, 1)+1)) {
 		// Units ran nearly as fast as alone while the capacity held others back: the knee
 		// is far up (the load moved to larger units, or the database got faster). The slow
-		// start resumes, with its short windows and doublings.
-		u.warm, u.ceilLeft = false, 0
+		// start resumes, with its short windows and doublings. Nearly: within the square
+		// root of the target, or its fourth root while reversals damp the moves. There a
+		// low stretch may be a descent's overshoot read late: at 800 clients, stretches of
+		// 1.3-1.5 at the bottom of a descent restarted doublings (45 to 82 ms, 59 to 276
+		// ms) that began each turn of the cycle (see settledGain).
+		u.warm, u.ceilLeft, u.damp, u.dirRun = false, 0, 0, 0
 	}
 	u.sum, u.alone, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0, 0
+}
+
+// turn notes a settled move by the stretch, up or down: a move against the one before
+// halves the moves that follow (up to dampMax times), and dampRestore moves in a row in one
+// direction double them back (see settledGain).
+func (u *tuner) turn(up bool) {
+	if u.dirRun > 0 && up != u.lastUp {
+		u.damp, u.dirRun = min(u.damp+1, dampMax), 1
+	} else if u.dirRun++; u.dirRun > dampRestore && u.damp > 0 {
+		u.damp, u.dirRun = u.damp-1, 1
+	}
+	u.lastUp = up
 }
 
 // probe counts the windows that held near the target while the capacity bound the units

@@ -331,7 +331,9 @@ func TestAutoCapacityLargerUnitsAfterSettling(t *testing.T) {
 	}
 	db.cores = 1e6
 	took := db.sleepBurst()
-	require.Less(t, took, 3*time.Second, "the burst is served in time")
+	// The first window of the burst ends where the settled window's phase puts it (here
+	// 1.25 s in, with units of both types); the slow start begins at the next.
+	require.Less(t, took, 4*time.Second, "the burst is served in time")
 	t.Logf("the burst took %s", took)
 }
 
@@ -825,5 +827,57 @@ func TestAutoCapacityOneAtATimeSlowerThanAlone(t *testing.T) {
 		endWindow(clock, ctl, 2*time.Second, 1, 40, 10*time.Millisecond, c.busy, true)
 		grew := ctl.Snapshot().Capacity >= 200*time.Millisecond
 		require.Equal(t, c.grow, grew, "units alone for %v, timed at 10 ms: capacity %v", c.busy, ctl.Snapshot().Capacity)
+	}
+}
+
+// TestAutoCapacityReversalsDampTheMoves: once settled, the stretch moves the capacity a
+// quarter of the way (in logs) to where it would read the target; a move against the one
+// before halves the moves that follow, and a run of moves one way doubles them back.
+func TestAutoCapacityReversalsDampTheMoves(t *testing.T) {
+	clock, ctl := settledAt(100 * time.Millisecond)
+	capacity := func() float64 { return float64(ctl.Snapshot().Capacity) }
+	window := func(busy time.Duration) (Decision, float64) {
+		before := capacity()
+		d := endWindow(clock, ctl, 2*time.Second, 4, 40, 10*time.Millisecond, busy, true)
+		return d, capacity() / before
+	}
+	// The units run 8 times as long as alone: the second window in a row moves it down by
+	// (2.5/8)^(1/4).
+	window(80 * time.Millisecond)
+	d, moved := window(80 * time.Millisecond)
+	require.Equal(t, DecisionDown, d)
+	require.InDelta(t, math.Pow(2.5/8, settledGain), moved, 1e-3, "a quarter of the way")
+	window(20 * time.Millisecond) // the median still reads 8
+	// 1.8 times as long as alone, under the target: the median reads 2, and the capacity
+	// moves up, against the move before; the moves after it go half as far.
+	d, moved = window(18 * time.Millisecond)
+	require.Equal(t, DecisionUp, d)
+	require.InDelta(t, math.Pow(2.5/2, settledGain), moved, 1e-3)
+	require.Equal(t, 1, ctl.tune.damp)
+	d, moved = window(18 * time.Millisecond)
+	require.Equal(t, DecisionUp, d)
+	require.InDelta(t, math.Pow(2.5/1.8, settledGain/2), moved, 1e-3, "a reversal halves the moves")
+	for range dampRestore - 1 {
+		window(18 * time.Millisecond)
+	}
+	require.Equal(t, 0, ctl.tune.damp)
+	d, moved = window(18 * time.Millisecond)
+	require.Equal(t, DecisionUp, d)
+	require.InDelta(t, math.Pow(2.5/1.8, settledGain), moved, 1e-3, "moves one way restore them")
+	require.Equal(t, 0, ctl.tune.damp)
+
+	u := &tuner{}
+	for _, up := range []bool{true, false, true, false, true} {
+		u.turn(up)
+	}
+	require.Equal(t, dampMax, u.damp, "reversals halve the moves at most dampMax times")
+
+	// Units at 1.4 times as long as alone restart the slow start (under the square root
+	// of the target), but not while the moves are damped (not under its fourth root).
+	for _, damp := range []int{0, 1} {
+		clock, ctl := settledAt(100 * time.Millisecond)
+		ctl.tune.damp, ctl.tune.recent = damp, [2]float64{1.4, 1.4}
+		require.Equal(t, DecisionUp, endWindow(clock, ctl, 2*time.Second, 4, 40, 10*time.Millisecond, 14*time.Millisecond, true))
+		require.Equal(t, damp > 0, ctl.tune.warm, "damped %d times", damp)
 	}
 }
