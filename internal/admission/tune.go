@@ -652,7 +652,11 @@ func (c *Controller) adapt(now time.Time) {
 	u.windows++
 	u.start, u.queued, u.area, u.waitArea, u.soloTime = now, false, 0, 0, 0
 	u.blind = u.untimed > n
-	if d == DecisionUp && bound && level < math.Pow(a.Stretch, 0.5/float64(min(u.damp, 1)+1)) {
+	resume := math.Sqrt(a.Stretch)
+	if u.damp > 0 {
+		resume = math.Sqrt(resume)
+	}
+	if d == DecisionUp && bound && level < resume {
 		// Units ran nearly as fast as alone while the capacity held others back: the knee
 		// is far up (the load moved to larger units, or the database got faster). The slow
 		// start resumes, with its short windows and doublings. Nearly: within the square
@@ -666,8 +670,8 @@ func (c *Controller) adapt(now time.Time) {
 }
 
 // turn notes a settled move by the stretch, up or down: a move against the one before
-// halves the moves that follow (up to dampMax times), and dampRestore moves in a row in one
-// direction double them back (see settledGain).
+// halves the moves that follow (up to dampMax times), and each run of dampRestore more
+// moves the same way doubles them back once (see settledGain).
 func (u *tuner) turn(up bool) {
 	if u.dirRun > 0 && up != u.lastUp {
 		u.damp, u.dirRun = min(u.damp+1, dampMax), 1
