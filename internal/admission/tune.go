@@ -605,7 +605,7 @@ func (c *Controller) adapt(now time.Time) {
 		m := r // the move
 		if u.warm {
 			// Settled: part of the way (see settledGain), less after reversals.
-			m = math.Pow(r, settledGain/float64(int(1)<<u.damp))
+			m = math.Pow(r, math.Ldexp(settledGain, -u.damp))
 		}
 		switch {
 		case r > deadBand && bound:

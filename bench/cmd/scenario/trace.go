@@ -22,8 +22,7 @@ type capacitySample struct {
 	Decision       string
 	// Running and Load (seconds) are the units at the database and their estimated
 	// costs, Queued the units waiting for capacity and Open the open transactions, at the
-	// sample: where the load stays over the capacity, units that pass it (statements of
-	// transactions in progress) keep the database as busy as before it moved.
+	// sample.
 	Running, Queued, Open int
 	Load                  float64
 }
@@ -32,9 +31,9 @@ type capacitySample struct {
 // reports, once a second from now until stop closes, and then sends the samples; measured
 // holds when the measured period began (Unix nanoseconds; 0: not yet), and period is its
 // length: the seconds after it, while the clients finish what they began, are not
-// measured (the queue drains, and what is left of it is heavy units). A sample that cannot be read is left out:
-// the trace shows where an adaptive capacity went, and a second missing from it loses
-// nothing the report counts.
+// measured (the queue drains, and what is left of it is heavy units). A sample that
+// cannot be read is left out: the trace shows where an adaptive capacity went, and a
+// second missing from it loses nothing the report counts.
 func traceCapacity(admin string, measured *atomic.Int64, period time.Duration, stop <-chan struct{}) <-chan []capacitySample {
 	out := make(chan []capacitySample, 1)
 	go func() { // ends when stop closes
