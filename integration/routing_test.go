@@ -70,12 +70,28 @@ func waitRoutable(t *testing.T, p *testProxy) {
 	})
 }
 
-// waitCaughtUp waits until every replica of the proxy has applied what the primary has.
+// waitCaughtUp waits until every replica of the proxy has applied what the primary has
+// now, and the proxy's monitors have seen them do it. The monitors alone are not enough:
+// a status checked before the primary's last write reads no lag.
 func waitCaughtUp(t *testing.T, p *testProxy) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "the replicas to catch up", func() bool {
+	primary := openDB(t, env.Primary, "")
+	defer primary.Close()
+	var pos string
+	require.NoError(t, primary.QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos))
+	for _, b := range p.Router().Replicas() {
+		db := openDB(t, b.Addr, "")
+		var res int
+		err := db.QueryRow("SELECT MASTER_GTID_WAIT(?, 10)", pos).Scan(&res)
+		db.Close()
+		require.NoError(t, err)
+		require.Zero(t, res, "replica %s did not reach the primary's %s in 10 s", b.Addr, pos)
+	}
+	applied := time.Now()
+	waitFor(t, 10*time.Second, "the monitors to see the replicas caught up", func() bool {
 		for _, b := range p.Router().Replicas() {
-			if b.Status().LagTxns > 0 {
+			st := b.Status()
+			if st.Checked.Before(applied) || st.LagTxns > 0 {
 				return false
 			}
 		}
