@@ -182,6 +182,11 @@ func TestBackendDiesMidResponse(t *testing.T) {
 		if n >= 2000000 {
 			t.Fatalf("all rows arrived")
 		}
+		// The rows end with the proxy's error, not a bare broken connection.
+		var lost *mysql.MySQLError
+		if !errors.As(err, &lost) || lost.Number != 1158 || !strings.HasPrefix(lost.Message, "gatekeeper: lost the connection to backend") {
+			t.Errorf("after %d rows: err = %v, want gatekeeper error 1158", n, err)
+		}
 		waitFor(t, 5*time.Second, "the client connection to close", func() bool { return p.Open() == 0 })
 		if v := metricValue(t, p, "gatekeeper_backend_lost_total", nil); v != 1 {
 			t.Errorf("backend lost = %v, want 1", v)

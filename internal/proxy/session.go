@@ -593,8 +593,12 @@ func (s *session) fail(cmd byte, err error, written uint64) {
 		s.metrics.backendLost.Inc()
 		s.log.Warn("backend connection lost during a command; closing the client connection",
 			"command", protocol.CommandName(cmd), "backend", s.backendAddr, "err", err)
-		if s.client.Written() == written {
-			// Nothing of the response reached the client: it can be told why.
+		if s.client.Written() == written || s.res.Resumable {
+			// Nothing of the response reached the client, or what did ended in whole
+			// packets where an ERR may end the response (among rows, between results):
+			// it can be told why. Cut off without one, a driver reports a bare broken
+			// connection (go-sql-driver: "invalid connection") after rows that may look
+			// like the whole result.
 			s.sendError(errBackendLost(s.backendAddr, err))
 		}
 	}
