@@ -883,6 +883,14 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 		u.floorBar, u.overrode = bar, 0
 		u.restores++
 	}
+	if judged := time.Duration(float64(u.anchorCap) / descentStep); u.warm && u.descending && u.anchorCap > 0 && d == DecisionDown && next < judged {
+		// Settled moves down stop where the descent is judged, and go on once a step is
+		// kept: without this a descent undone costs more than the step, and the windows
+		// that judge it run at different capacities. At half the processor the stretch
+		// moved a descent from 52 to 34 ms in the two windows that judged it, and undid
+		// it to 52; the capacity was away from where it held for 37 s.
+		next = min(capacity, max(next, judged))
+	}
 	if u.floorLeft > 0 && next < u.floorCap {
 		if level <= max(soloOff*a.Stretch, u.floorBar) {
 			if capacity < u.floorCap && u.overrode > 0 {

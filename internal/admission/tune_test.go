@@ -881,3 +881,47 @@ func TestAutoCapacityReversalsDampTheMoves(t *testing.T) {
 		require.Equal(t, damp > 0, ctl.tune.warm, "damped %d times", damp)
 	}
 }
+
+// TestAutoCapacityDescentWaitsToBeJudged: once settled, the stretch moves a descent down
+// no further than where it is judged (two thirds of where it was measured) until two
+// windows there have judged it; an undone descent goes back from there, a kept one goes
+// on down.
+func TestAutoCapacityDescentWaitsToBeJudged(t *testing.T) {
+	for _, kept := range []bool{false, true} {
+		clock, ctl := settledAt(90 * time.Millisecond)
+		u := &ctl.tune
+		var anchor, judged, least time.Duration
+		var at []time.Duration // the capacities the windows at the judge point ran at
+		for i := 0; i < 30 && (anchor == 0 || len(at) < 2); i++ {
+			capacity := ctl.Snapshot().Capacity
+			units := 100
+			if !kept && anchor > 0 && capacity <= judged {
+				units = 80 // a fifth of the work lost
+			}
+			if anchor > 0 && capacity <= judged {
+				at = append(at, capacity)
+			}
+			// The units run 4 times as long as alone at any capacity (a processor quota).
+			endWindow(clock, ctl, 2*time.Second, 4, units, 10*time.Millisecond, 40*time.Millisecond, true)
+			if anchor == 0 && u.anchorCap > 0 {
+				anchor = u.anchorCap
+				judged = time.Duration(float64(anchor) / descentStep)
+			}
+			least = min(least, ctl.Snapshot().Capacity)
+			if least == 0 {
+				least = ctl.Snapshot().Capacity
+			}
+		}
+		require.NotZero(t, anchor, "a descent")
+		require.Len(t, at, 2, "two windows judged it")
+		require.Equal(t, at[0], at[1], "at one capacity")
+		if !kept {
+			require.Equal(t, judged, least, "not under the judge point")
+			require.Equal(t, DecisionRestore, u.state.Last)
+			require.Equal(t, anchor, ctl.Snapshot().Capacity, "back where it was measured")
+			continue
+		}
+		require.Equal(t, DecisionDown, u.state.Last, "kept: on down")
+		require.Less(t, ctl.Snapshot().Capacity, at[1])
+	}
+}
