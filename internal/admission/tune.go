@@ -883,12 +883,18 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 		u.floorBar, u.overrode = bar, 0
 		u.restores++
 	}
-	if judged := time.Duration(float64(u.anchorCap) / descentStep); u.warm && u.descending && u.anchorCap > 0 && d == DecisionDown && next < judged {
+	if judged := time.Duration(float64(u.anchorCap) / descentStep); u.warm && u.descending && u.anchorCap > 0 &&
+		d == DecisionDown && next < judged && level <= soloOff*a.Stretch {
 		// Settled moves down stop where the descent is judged, and go on once a step is
 		// kept: without this a descent undone costs more than the step, and the windows
 		// that judge it run at different capacities. At half the processor the stretch
 		// moved a descent from 52 to 34 ms in the two windows that judged it, and undid
-		// it to 52; the capacity was away from where it held for 37 s.
+		// it to 52; the capacity was away from where it held for 37 s. A stretch past
+		// soloOff times the target (which a floor gives way to as well) is an overload
+		// and does not wait: at 800 clients, after a slow start that overshot to 189 ms
+		// (stretch 28), the stops made the descent wait at 126 ms, and the restore that
+		// judged it took the capacity back to 189; the short interactions took 3.9
+		// times as long as at a static 40 ms.
 		next = min(capacity, max(next, judged))
 	}
 	if u.floorLeft > 0 && next < u.floorCap {

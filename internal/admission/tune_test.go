@@ -925,3 +925,22 @@ func TestAutoCapacityDescentWaitsToBeJudged(t *testing.T) {
 		require.Less(t, ctl.Snapshot().Capacity, at[1])
 	}
 }
+
+// TestAutoCapacityOverloadDescentDoesNotWait: a stretch past soloOff times the target moves
+// a descent past the point where it is judged.
+func TestAutoCapacityOverloadDescentDoesNotWait(t *testing.T) {
+	clock, ctl := settledAt(180 * time.Millisecond)
+	u := &ctl.tune
+	var judged time.Duration
+	// The second window moves it down, the third measures the descent there and moves
+	// on, the fourth crosses the judge point.
+	for range 4 {
+		// The units run 10 times as long as alone.
+		endWindow(clock, ctl, 2*time.Second, 4, 100, 10*time.Millisecond, 100*time.Millisecond, true)
+		if judged == 0 && u.anchorCap > 0 {
+			judged = time.Duration(float64(u.anchorCap) / descentStep)
+		}
+	}
+	require.NotZero(t, judged, "a descent")
+	require.Less(t, ctl.Snapshot().Capacity, judged)
+}
