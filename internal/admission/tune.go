@@ -687,7 +687,7 @@ func (u *tuner) turn(up bool) {
 // from the present (see probeHolds). rate and work are the window's units and estimated
 // costs completed a second.
 func (u *tuner) probe(capacity, next time.Duration, d Decision, bound bool, rate, work, level float64, a AutoConfig) (time.Duration, Decision) {
-	lower := time.Duration(float64(capacity) / descentStep)
+	lower := stepDown(capacity)
 	if d != DecisionHold || !bound || !u.warm || u.descending || u.floorLeft > 0 || lower < a.Min {
 		u.calm = calmRun{}
 		return next, d
@@ -837,7 +837,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 	case capacity == u.anchorCap:
 		// Held there: the present's figures, less noisy.
 		u.anchorRate, u.anchorCost, u.anchorStr = (u.anchorRate+rate)/2, (u.anchorCost+work)/2, (u.anchorStr+stretch)/2
-	case float64(capacity)*descentStep <= float64(u.anchorCap):
+	case capacity <= stepDown(u.anchorCap):
 		u.below.add(rate, work, stretch)
 		if u.below.n < 2 {
 			break
@@ -883,7 +883,7 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 		u.floorBar, u.overrode = bar, 0
 		u.restores++
 	}
-	if judged := time.Duration(float64(u.anchorCap) / descentStep); u.warm && u.descending && u.anchorCap > 0 &&
+	if judged := stepDown(u.anchorCap); u.warm && u.descending && u.anchorCap > 0 &&
 		d == DecisionDown && next < judged && level <= soloOff*a.Stretch {
 		// Settled moves down stop where the descent is judged, and go on once a step is
 		// kept: without this a descent undone costs more than the step, and the windows
@@ -934,6 +934,11 @@ func median3(a, b, c float64) float64 {
 // grow is c larger by step (at least a millisecond).
 func grow(c time.Duration, step float64) time.Duration {
 	return c + max(time.Duration(float64(c)*step), time.Millisecond)
+}
+
+// stepDown is where a descent from c is judged, descentStep times under it.
+func stepDown(c time.Duration) time.Duration {
+	return time.Duration(float64(c) / descentStep)
 }
 
 // shrink is c smaller by step: c/(1+step).

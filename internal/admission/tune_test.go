@@ -890,7 +890,8 @@ func TestAutoCapacityDescentWaitsToBeJudged(t *testing.T) {
 	for _, kept := range []bool{false, true} {
 		clock, ctl := settledAt(90 * time.Millisecond)
 		u := &ctl.tune
-		var anchor, judged, least time.Duration
+		var anchor, judged time.Duration
+		least := ctl.Snapshot().Capacity
 		var at []time.Duration // the capacities the windows at the judge point ran at
 		for i := 0; i < 30 && (anchor == 0 || len(at) < 2); i++ {
 			capacity := ctl.Snapshot().Capacity
@@ -905,12 +906,9 @@ func TestAutoCapacityDescentWaitsToBeJudged(t *testing.T) {
 			endWindow(clock, ctl, 2*time.Second, 4, units, 10*time.Millisecond, 40*time.Millisecond, true)
 			if anchor == 0 && u.anchorCap > 0 {
 				anchor = u.anchorCap
-				judged = time.Duration(float64(anchor) / descentStep)
+				judged = stepDown(anchor)
 			}
 			least = min(least, ctl.Snapshot().Capacity)
-			if least == 0 {
-				least = ctl.Snapshot().Capacity
-			}
 		}
 		require.NotZero(t, anchor, "a descent")
 		require.Len(t, at, 2, "two windows judged it")
@@ -938,7 +936,7 @@ func TestAutoCapacityOverloadDescentDoesNotWait(t *testing.T) {
 		// The units run 10 times as long as alone.
 		endWindow(clock, ctl, 2*time.Second, 4, 100, 10*time.Millisecond, 100*time.Millisecond, true)
 		if judged == 0 && u.anchorCap > 0 {
-			judged = time.Duration(float64(u.anchorCap) / descentStep)
+			judged = stepDown(u.anchorCap)
 		}
 	}
 	require.NotZero(t, judged, "a descent")
