@@ -198,9 +198,35 @@ func TestShunAndRejoin(t *testing.T) {
 	assert.Equal(t, r1, r.Pick(nil, true, 0, 0))
 }
 
+func TestNoReadsBeforeThePrimaryIsKnown(t *testing.T) {
+	r := testRouter(RR, false)
+	r1 := r.Replicas()[0]
+	t0 := time.Now()
+	// The replica answers first: with nothing to compare its position with, it could be
+	// any way behind, so it takes no reads, eventual ones included.
+	r.sawReplica(r1, Pos{{Seq: 1}}, true, nil, t0)
+	assert.False(t, r1.Status().Up)
+	assert.Nil(t, r.Pick(nil, true, 0, 0))
+	assert.False(t, r.Waitable())
+	r.sawPrimary(t0, t0, Pos{{Seq: 5}})
+	r.sawPrimary(t0, t0.Add(2*time.Second), Pos{{Seq: 6}})
+	r.sawReplica(r1, Pos{{Seq: 1}}, true, nil, t0.Add(2*time.Second))
+	assert.True(t, r1.Status().Shunned, "2 s behind the primary, past max_lag")
+	r.sawReplica(r1, Pos{{Seq: 6}}, true, nil, t0.Add(2*time.Second))
+	assert.Equal(t, r1, r.Pick(nil, true, 0, 0))
+
+	// A primary that was polled and does not answer leaves the replicas to the reads.
+	r = testRouter(RR, false)
+	r1 = r.Replicas()[0]
+	r.Primary().setPrimary(assert.AnError, t0)
+	r.sawReplica(r1, Pos{{Seq: 1}}, true, nil, t0)
+	assert.Equal(t, r1, r.Pick(nil, true, 0, 0))
+}
+
 func upRouter(t *testing.T, b Balance, primaryReads bool) *Router {
 	r := testRouter(b, primaryReads)
 	now := time.Now()
+	r.sawPrimary(now, now, Pos{{Seq: 1}})
 	for _, rp := range r.Replicas() {
 		r.sawReplica(rp, Pos{{Seq: 1}}, true, nil, now)
 	}

@@ -362,19 +362,21 @@ func (r *Router) sawPrimary(started, at time.Time, p Pos) {
 }
 
 // lag returns how far a replica at p is behind the primary: the transactions it lacks
-// and how long ago the primary first had one of them.
-func (r *Router) lag(p Pos, now time.Time) (txns uint64, seconds float64) {
+// and how long ago the primary first had one of them. known is false while the primary's
+// monitor has not yet answered once, or failed every time since the start: then there is
+// nothing to compare p with, and the lag reads 0.
+func (r *Router) lag(p Pos, now time.Time) (txns uint64, seconds float64, known bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := r.history
 	if len(h) == 0 {
-		return 0, 0
+		return 0, 0, false
 	}
 	i := sort.Search(len(h), func(i int) bool { return !p.Covers(h[i].pos) })
 	if i == len(h) {
-		return 0, 0
+		return 0, 0, true
 	}
-	return p.Behind(h[len(h)-1].pos), now.Sub(h[i].at).Seconds()
+	return p.Behind(h[len(h)-1].pos), now.Sub(h[i].at).Seconds(), true
 }
 
 // sawReplica records what a poll of replica b found: its position, or the error that
@@ -383,7 +385,14 @@ func (r *Router) sawReplica(b *Backend, p Pos, replicating bool, err error, now 
 	var txns uint64
 	var secs float64
 	if err == nil {
-		txns, secs = r.lag(p, now)
+		var known bool
+		if txns, secs, known = r.lag(p, now); !known && r.primary.Status().Checked.IsZero() {
+			// The primary's first poll has not answered yet, so how far behind the
+			// replica is cannot be told: it takes no reads until it can, rather than
+			// eventual reads past max_lag for a poll interval. (A primary that was
+			// polled and is down leaves the replicas to the reads, as they stood.)
+			return
+		}
 	}
 	maxLag := r.cfg.MaxLag.Seconds()
 	b.mu.Lock()
