@@ -878,6 +878,9 @@ func (c *Controller) ReleaseAt(t *Ticket, busy time.Duration, now time.Time) {
 		c.lane--
 	}
 	if c.cfg.Auto.Enabled && busy > 0 {
+		if !t.req.Unmeasured {
+			c.tune.sized(t.req.Cost)
+		}
 		if c.tune.complete(t.req.shape(), t.req.Cost, busy, t.alone && c.admits == t.admitNo) {
 			c.endCheck(now)
 		}

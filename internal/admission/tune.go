@@ -177,6 +177,20 @@ const (
 	settledGain = 0.25
 	dampMax     = 3
 	dampRestore = 3
+	// The capacity stays at least sizeRoom times the size of the units that do most of the
+	// work: the estimated cost at which the window's completed units, weighed by their
+	// costs, split in halves (the weighted median). A unit larger than the room runs only
+	// once the database has drained to make room for it, and every unit behind it waits:
+	// where such units do most of the work, the database runs them nearly one at a time,
+	// with its processors part idle, and the short ones queue in the proxy behind each
+	// drain. The stretch does not see it (units alone run as fast as alone): at 800
+	// clients of the bookstore the capacity held 16-25 ms, under a Best Sellers unit's
+	// charge, with the short interactions at 3.3 times a static 40 ms's mean and the same
+	// throughput. Twice the size lets one such unit run beside as much again of others.
+	sizeRoom = 2
+	// sizeBuckets bound the histogram of the costs completed, in steps of 2^(1/4) (19%)
+	// from a microsecond.
+	sizeBuckets = 128
 )
 
 // Decision is what the adaptive capacity did at the end of a window.
@@ -233,6 +247,9 @@ type AutoState struct {
 	// Gain is the last window's completions a second over the window before's (0 when a
 	// window had nothing to compare).
 	Gain float64
+	// SizeFloor is the least capacity the sizes of the units doing most of the work allow
+	// (see sizeRoom; 0 before a window had enough units to tell).
+	SizeFloor time.Duration
 	// Moved counts the windows that moved the capacity, Decided the windows by decision,
 	// Solo the solo checks and SoloUnits the units timed alone.
 	Moved, Solo, SoloUnits uint64
@@ -269,6 +286,12 @@ type tuner struct {
 	// counts those of shapes with no solo time that did not run alone.
 	costs   time.Duration
 	untimed int
+	// sizes sums the window's estimated costs completed by size (see sizeBucket), of
+	// sizedSum in all, and sizeFloor is the least capacity they allow (see sizeRoom; 0:
+	// none yet).
+	sizes     [sizeBuckets]time.Duration
+	sizedSum  time.Duration
+	sizeFloor time.Duration
 	// area is the running units integrated over the window (unit-seconds, in ns), from
 	// areaAt on, outside solo checks; soloTime is the window's time in solo checks.
 	area     float64
@@ -466,6 +489,35 @@ func clipSolo(d float64) float64 {
 	return min(max(d, -lim), lim)
 }
 
+// sized counts a completed unit's estimated cost by size, for the floor (see sizeRoom).
+// Units of types not measured yet are left out: their charge is a default, or the whole
+// capacity, and a floor on it would double the capacity at every window.
+func (u *tuner) sized(cost time.Duration) {
+	u.sizes[sizeBucket(cost)] += cost
+	u.sizedSum += cost
+}
+
+// sizeMedian is the weighted median of the window's sized costs: units of that size or
+// larger did at least half of the work (0: none).
+func (u *tuner) sizeMedian() time.Duration {
+	var sum time.Duration
+	for i, c := range u.sizes {
+		if sum += c; sum > 0 && 2*sum >= u.sizedSum {
+			return time.Duration(math.Exp2((float64(i)+0.5)/4) * float64(time.Microsecond))
+		}
+	}
+	return 0
+}
+
+// sizeBucket is the histogram bucket of cost: its log2 in microseconds, in quarters (the
+// median reads a bucket's middle, within 9% of its costs).
+func sizeBucket(cost time.Duration) int {
+	if cost <= time.Microsecond {
+		return 0
+	}
+	return min(int(4*math.Log2(float64(cost)/float64(time.Microsecond))), sizeBuckets-1)
+}
+
 // endCheck ends a solo check; c.mu is held.
 func (c *Controller) endCheck(now time.Time) {
 	u := &c.tune
@@ -554,6 +606,10 @@ func (c *Controller) adapt(now time.Time) {
 		gain = rate / u.prevRate
 	}
 	u.state.Stretch, u.state.Gain, u.state.Target = stretch, gain, a.Stretch
+	if u.completed >= minTuneSamples && u.sizedSum > 0 {
+		u.sizeFloor = min(sizeRoom*u.sizeMedian(), a.Max)
+	}
+	u.state.SizeFloor = u.sizeFloor
 	if n > 0 {
 		u.state.Alone = time.Duration(math.Exp(u.alone/float64(n)) * float64(time.Second))
 	}
@@ -619,6 +675,12 @@ func (c *Controller) adapt(now time.Time) {
 			u.warm = u.warm || bound // reached the target
 		}
 	}
+	if lo := max(a.Min, u.sizeFloor); next < lo {
+		// Not under the units' size (see sizeRoom): up to it, when the capacity is under.
+		if next = min(lo, a.Max); next > capacity {
+			d = DecisionUp
+		}
+	}
 	if d != DecisionStall {
 		u.stalled = 0
 	}
@@ -628,7 +690,7 @@ func (c *Controller) adapt(now time.Time) {
 	next, d = u.judgeClimb(capacity, next, d, climb, rate, work, level, a)
 	next, d = u.probe(capacity, next, d, bound, rate, work, level, a)
 	next, d = u.judgeDescent(capacity, next, d, rate, work, stretch, level, a)
-	next = min(max(next, a.Min), a.Max)
+	next = min(max(next, a.Min, u.sizeFloor), a.Max)
 	if next == capacity && (d == DecisionUp || d == DecisionDown || d == DecisionProbe) {
 		d = DecisionHold // at a bound
 	}
@@ -667,6 +729,7 @@ func (c *Controller) adapt(now time.Time) {
 		u.warm, u.ceilLeft, u.damp, u.dirRun = false, 0, 0, 0
 	}
 	u.sum, u.alone, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0, 0
+	u.sizes, u.sizedSum = [sizeBuckets]time.Duration{}, 0
 }
 
 // turn notes a settled move by the stretch, up or down: a move against the one before
@@ -688,7 +751,7 @@ func (u *tuner) turn(up bool) {
 // costs completed a second.
 func (u *tuner) probe(capacity, next time.Duration, d Decision, bound bool, rate, work, level float64, a AutoConfig) (time.Duration, Decision) {
 	lower := stepDown(capacity)
-	if d != DecisionHold || !bound || !u.warm || u.descending || u.floorLeft > 0 || lower < a.Min {
+	if d != DecisionHold || !bound || !u.warm || u.descending || u.floorLeft > 0 || lower < max(a.Min, u.sizeFloor) {
 		u.calm = calmRun{}
 		return next, d
 	}

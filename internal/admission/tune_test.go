@@ -942,3 +942,39 @@ func TestAutoCapacityOverloadDescentDoesNotWait(t *testing.T) {
 	require.NotZero(t, judged, "a descent")
 	require.Less(t, ctl.Snapshot().Capacity, judged)
 }
+
+// TestAutoCapacityNotUnderTheUnitsSize: where heavy units do most of the work, the capacity
+// stays at twice their size however long the units run (each would otherwise wait for the
+// database to drain, and everything behind it too); once the work moves to light units the
+// floor goes with it.
+func TestAutoCapacityNotUnderTheUnitsSize(t *testing.T) {
+	clock, ctl := settledAt(30 * time.Millisecond)
+	u := &ctl.tune
+	// window runs one of 2 s in which light units charged 1 ms and heavy ones charged
+	// 40 ms completed, all running 4 times as long as alone, while others waited.
+	window := func(light, heavy int) Decision {
+		for range light {
+			u.sized(time.Millisecond)
+		}
+		for range heavy {
+			u.sized(40 * time.Millisecond)
+			u.complete(1, 40*time.Millisecond, 40*time.Millisecond, false)
+		}
+		return endWindow(clock, ctl, 2*time.Second, 4, light, time.Millisecond, 40*time.Millisecond, true)
+	}
+	require.Equal(t, DecisionUp, window(100, 10), "under the floor: up to it")
+	floor := ctl.Snapshot().Capacity
+	require.InDelta(t, 80*time.Millisecond, floor, float64(10*time.Millisecond))
+	require.Equal(t, floor, u.state.SizeFloor)
+	for range 10 {
+		window(100, 10) // the stretch, at 4, asks for less
+		require.Equal(t, floor, ctl.Snapshot().Capacity)
+	}
+	// The heavy units now do a tenth of the work: the floor falls to the light ones' size
+	// and the stretch takes the capacity down past where it held.
+	for range 10 {
+		window(3600, 10)
+	}
+	require.InDelta(t, 2*time.Millisecond, u.state.SizeFloor, float64(time.Millisecond))
+	require.Less(t, ctl.Snapshot().Capacity, floor)
+}
