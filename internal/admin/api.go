@@ -110,6 +110,9 @@ type AdaptiveCapacity struct {
 	Gain    float64 `json:"gain"`
 	// Moved counts the windows that moved the capacity.
 	Moved uint64 `json:"moved"`
+	// SizeFloorMS is the least capacity the units doing most of the work allow: twice
+	// their size (0 before a window had enough units to tell).
+	SizeFloorMS float64 `json:"size_floor_ms"`
 }
 
 // SessionGate is the state of the AWAIT session gate.
