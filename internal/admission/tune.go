@@ -148,8 +148,8 @@ const (
 	// window or two before it began. When they do not, the capacity goes back to where
 	// the climb began, and the stretch does not move it over that for restoreWindows
 	// windows, twice as long for each climb undone in a row (up to
-	// restoreWindows<<restoreDoublings), unless it reads so low that the knee is far up
-	// (the square root of the target: the slow start resumes). Units admitted past what
+	// restoreWindows<<restoreDoublings), unless it reads so low that the knee is further
+	// up (under the square root of the target; see nearBar). Units admitted past what
 	// the database completes only queue inside it, in front of short ones, and a stretch
 	// that reads under the target there (solo times timed while the database's host was
 	// busier, a database whose processors its clients share, where the stretch hardly
@@ -659,14 +659,17 @@ func (c *Controller) adapt(now time.Time) {
 	default:
 		r := a.Stretch / level
 		m := r // the move
-		if u.warm {
+		near := u.warm && bound && max(level, stretch) < u.nearBar(a)
+		if u.warm && !near {
 			// Settled: part of the way (see settledGain), less after reversals.
 			m = math.Pow(r, math.Ldexp(settledGain, -u.damp))
 		}
 		switch {
 		case r > deadBand && bound:
+			// A move from near alone goes the whole way, up to the step, and is not judged
+			// as a climb (see nearBar).
 			d, next = DecisionUp, grow(capacity, math.Min(m-1, step))
-			climb, byStretch = true, u.warm
+			climb, byStretch = !near, u.warm && !near
 		case r < 1/deadBand:
 			d, next = DecisionDown, shrink(capacity, math.Min(1/m-1, step))
 			byStretch = u.warm
@@ -714,19 +717,14 @@ func (c *Controller) adapt(now time.Time) {
 	u.windows++
 	u.start, u.queued, u.area, u.waitArea, u.soloTime = now, false, 0, 0, 0
 	u.blind = u.untimed > n
-	resume := math.Sqrt(a.Stretch)
-	if u.damp > 0 {
-		resume = math.Sqrt(resume)
-	}
-	if d == DecisionUp && bound && level < resume {
+	if d == DecisionUp && bound && level < math.Sqrt(a.Stretch) && (!u.warm || max(level, stretch) < u.nearBar(a)) {
 		// Units ran nearly as fast as alone while the capacity held others back: the knee
-		// is far up (the load moved to larger units, or the database got faster). The slow
-		// start resumes, with its short windows and doublings. Nearly: within the square
-		// root of the target, or its fourth root while reversals damp the moves. There a
-		// low stretch may be a descent's overshoot read late: at 800 clients, stretches of
-		// 1.3-1.5 at the bottom of a descent restarted doublings (45 to 82 ms, 59 to 276
-		// ms) that began each turn of the cycle (see settledGain).
-		u.warm, u.ceilLeft, u.damp, u.dirRun = false, 0, 0, 0
+		// is further up (the load moved to larger units, or the database got faster), and
+		// what the climbs and reversals before learnt is of another state. Where they ran
+		// as fast as alone, within the dead band, the slow start resumes, with its short
+		// windows and doublings (see nearBar).
+		u.ceilLeft, u.damp, u.dirRun = 0, 0, 0
+		u.warm = u.warm && level >= deadBand
 	}
 	u.sum, u.alone, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0, 0
 	u.sizes, u.sizedSum = [sizeBuckets]time.Duration{}, 0
@@ -742,6 +740,24 @@ func (u *tuner) turn(up bool) {
 		u.damp, u.dirRun = u.damp-1, 1
 	}
 	u.lastUp = up
+}
+
+// nearBar is the stretch under which a settled window's units ran nearly as fast as alone:
+// the square root of the target, or its fourth root while reversals damp the moves (there a
+// low stretch may be a descent's overshoot read late: at 800 clients, stretches of 1.3-1.5
+// at the bottom of descents restarted doublings, 45 to 82 ms and 59 to 276 ms). Under it the
+// capacity moves the whole way to where the stretch would read the target, up to the step,
+// not part of the way, and the move is not judged as a climb. Only under the dead band,
+// units as fast as alone, does the slow start resume: stretches of 1.16-1.3 at the bottom
+// of a descent, read while the units it held back were few, restarted doublings in
+// quarter-second windows that overshot before the stretch could answer (at 800 bookstore
+// clients, 54 to 170 ms in two windows; the stretch then read 9.4, and the descent back to
+// 48 ms took 20 s).
+func (u *tuner) nearBar(a AutoConfig) float64 {
+	if u.damp > 0 {
+		return math.Sqrt(math.Sqrt(a.Stretch))
+	}
+	return math.Sqrt(a.Stretch)
 }
 
 // probe counts the windows that held near the target while the capacity bound the units

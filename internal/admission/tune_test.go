@@ -872,13 +872,27 @@ func TestAutoCapacityReversalsDampTheMoves(t *testing.T) {
 	}
 	require.Equal(t, dampMax, u.damp, "reversals halve the moves at most dampMax times")
 
-	// Units at 1.4 times as long as alone restart the slow start (under the square root
-	// of the target), but not while the moves are damped (not under its fourth root).
-	for _, damp := range []int{0, 1} {
+	// Units at 1.4 times as long as alone (under the square root of the target) move it
+	// the whole way, up to the step, and settled still; not while the moves are damped
+	// (not under its fourth root), which go part of the way. Units as fast as alone, within
+	// the dead band, restart the slow start.
+	for _, c := range []struct {
+		damp  int
+		busy  time.Duration
+		moved float64
+		warm  bool
+	}{
+		{0, 14 * time.Millisecond, 1 + defaultTuneStep, true},
+		{1, 14 * time.Millisecond, math.Pow(2.5/1.4, settledGain/2), true},
+		{1, 11 * time.Millisecond, 1 + defaultTuneStep, false},
+	} {
 		clock, ctl := settledAt(100 * time.Millisecond)
-		ctl.tune.damp, ctl.tune.recent = damp, [2]float64{1.4, 1.4}
-		require.Equal(t, DecisionUp, endWindow(clock, ctl, 2*time.Second, 4, 40, 10*time.Millisecond, 14*time.Millisecond, true))
-		require.Equal(t, damp > 0, ctl.tune.warm, "damped %d times", damp)
+		stretch := float64(c.busy) / float64(10*time.Millisecond)
+		ctl.tune.damp, ctl.tune.recent = c.damp, [2]float64{stretch, stretch}
+		from := float64(ctl.Snapshot().Capacity)
+		require.Equal(t, DecisionUp, endWindow(clock, ctl, 2*time.Second, 4, 40, 10*time.Millisecond, c.busy, true))
+		require.InDelta(t, c.moved, float64(ctl.Snapshot().Capacity)/from, 1e-3, "damped %d times, %s", c.damp, c.busy)
+		require.Equal(t, c.warm, ctl.tune.warm, "damped %d times, %s", c.damp, c.busy)
 	}
 }
 
