@@ -31,8 +31,10 @@ type mode struct {
 	LastCall   time.Duration
 	// Capacity overrides the common admission.capacity (0: keep it).
 	Capacity time.Duration
-	// Auto: the capacity adapts (admission.capacity: auto), as in sjf@auto.
-	Auto bool
+	// Auto: the capacity adapts (admission.capacity: auto), as in sjf@auto, towards
+	// Stretch when set (admission.capacity_stretch), as in sjf@auto-2.
+	Auto    bool
+	Stretch float64
 	// Calibrated: Capacity is what gatekeeper calibrate chose for the mode.
 	Calibrated bool
 	// Reserve: the mode takes the quick-request reserve of --reserve-floor.
@@ -68,8 +70,15 @@ func parseModes(s string) ([]mode, error) {
 			return nil, fmt.Errorf("--modes: %s: +reserve is the only suffix and comes once, at the end, as in sjf@80ms+reserve", m.Name)
 		}
 		base, capacity, withCapacity := strings.Cut(name, "@")
-		if withCapacity && capacity == "auto" {
+		if target, ok := strings.CutPrefix(capacity, "auto"); withCapacity && ok {
 			m.Auto, name, withCapacity = true, base, false
+			if target != "" {
+				x, err := strconv.ParseFloat(strings.TrimPrefix(target, "-"), 64)
+				if err != nil || !strings.HasPrefix(target, "-") || x <= 1 {
+					return nil, fmt.Errorf("--modes: %s: the stretch target after @auto- must be a number over 1, as in sjf@auto-2", m.Name)
+				}
+				m.Stretch = x
+			}
 		}
 		if withCapacity {
 			d, err := time.ParseDuration(capacity)
@@ -105,7 +114,7 @@ func parseModes(s string) ([]mode, error) {
 			}
 			m.Proxy, m.Admission, m.Discipline, m.LastCall = true, true, "sjf", d
 		default:
-			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, pooled, routed-N or an admission mode (%s), an admission mode with its own capacity (or auto) after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve or sjf@auto", m.Name, admissionModes)
+			return nil, fmt.Errorf("--modes: unknown mode %q; use direct, passthrough, pooled, routed-N or an admission mode (%s), an admission mode with its own capacity (or auto, or auto-X for a stretch target of X) after @ and then +reserve if it takes the reserve, as in sjf@80ms+reserve or sjf@auto", m.Name, admissionModes)
 		}
 		if (m.Capacity > 0 || m.Auto) && !m.Admission {
 			return nil, fmt.Errorf("--modes: %s: only an admission mode (%s) has a capacity", m.Name, admissionModes)
@@ -211,6 +220,9 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 		}
 		if m.Auto {
 			capacity = "auto"
+			if m.Stretch > 0 {
+				fmt.Fprintf(&b, "  capacity_stretch: %g\n", m.Stretch)
+			}
 		}
 		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  last_call: %s\n  queue_timeout: %s\n  max_queue: 100000\n",
 			capacity, m.Discipline, m.Aging, m.LastCall, s.QueueTimeout)

@@ -15,7 +15,7 @@ import (
 )
 
 func TestParseModes(t *testing.T) {
-	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5,sjf-last-call-3s,fifo@360ms,sjf@80ms+reserve,fifo+reserve")
+	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5,sjf-last-call-3s,fifo@360ms,sjf@80ms+reserve,fifo+reserve,sjf@auto,sjf@auto-2.2")
 	require.NoError(t, err)
 	require.Equal(t, []mode{
 		{Name: "direct"},
@@ -27,6 +27,8 @@ func TestParseModes(t *testing.T) {
 		{Name: "fifo@360ms", Proxy: true, Admission: true, Discipline: "fifo", Capacity: 360 * time.Millisecond},
 		{Name: "sjf@80ms+reserve", Proxy: true, Admission: true, Discipline: "sjf", Capacity: 80 * time.Millisecond, Reserve: true},
 		{Name: "fifo+reserve", Proxy: true, Admission: true, Discipline: "fifo", Reserve: true},
+		{Name: "sjf@auto", Proxy: true, Admission: true, Discipline: "sjf", Auto: true},
+		{Name: "sjf@auto-2.2", Proxy: true, Admission: true, Discipline: "sjf", Auto: true, Stretch: 2.2},
 	}, ms)
 
 	for in, msg := range map[string]string{
@@ -44,6 +46,9 @@ func TestParseModes(t *testing.T) {
 		"routed-0":                 "positive whole number",
 		"routed-x":                 "positive whole number",
 		"routed-2@1s":              "only an admission mode",
+		"sjf@auto-1":               "a number over 1",
+		"sjf@auto2":                "a number over 1",
+		"sjf@autox":                "a number over 1",
 	} {
 		_, err := parseModes(in)
 		require.ErrorContains(t, err, msg, in)
@@ -175,6 +180,7 @@ func TestConfigYAMLIsWhatTheModeSays(t *testing.T) {
 			Capacity   string
 			Discipline string
 			Aging      float64
+			Stretch    float64 `yaml:"capacity_stretch"`
 		}
 	}
 	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "a", Proxy: true, Admission: true, Discipline: "sjf", Aging: 5}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
@@ -186,6 +192,10 @@ func TestConfigYAMLIsWhatTheModeSays(t *testing.T) {
 	require.Equal(t, 5.0, got.Admission.Aging)
 	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "f", Proxy: true, Admission: true, Discipline: "fifo", Capacity: time.Second}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
 	require.Equal(t, "1s", got.Admission.Capacity)
+	require.Zero(t, got.Admission.Stretch)
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "s", Proxy: true, Admission: true, Discipline: "sjf", Auto: true, Stretch: 2.2}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
+	require.Equal(t, "auto", got.Admission.Capacity)
+	require.Equal(t, 2.2, got.Admission.Stretch)
 
 	got.Admission.Enabled = true
 	require.NoError(t, yaml.Unmarshal([]byte(configYAML(mode{Name: "p", Proxy: true}, s, "127.0.0.1:1", "127.0.0.1:2")), &got))
@@ -558,9 +568,10 @@ gatekeeper_admission_running 17
 gatekeeper_admission_load_seconds 0.09
 gatekeeper_admission_queue_length 640
 gatekeeper_admission_open_transactions 3
+gatekeeper_admission_capacity_max_running 13
 `
 	s, ok := sampleOf(metrics)
-	if !ok || s.Capacity != 0.0825 || s.Stretch != 2.61 || s.Decision != "hold" || s.Running != 17 || s.Load != 0.09 || s.Queued != 640 || s.Open != 3 {
-		t.Errorf("sample = %+v, %v; want capacity 0.0825, stretch 2.61, decision hold, 17 running, load 0.09, 640 queued, 3 open", s, ok)
+	if !ok || s.Capacity != 0.0825 || s.Stretch != 2.61 || s.Decision != "hold" || s.Running != 17 || s.Load != 0.09 || s.Queued != 640 || s.Open != 3 || s.MaxRunning != 13 {
+		t.Errorf("sample = %+v, %v; want capacity 0.0825, stretch 2.61, decision hold, 17 running, load 0.09, 640 queued, 3 open, 13 at most", s, ok)
 	}
 }

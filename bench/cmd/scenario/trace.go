@@ -22,8 +22,8 @@ type capacitySample struct {
 	Decision       string
 	// Running and Load (seconds) are the units at the database and their estimated
 	// costs, Queued the units waiting for capacity and Open the open transactions, at the
-	// sample.
-	Running, Queued, Open int
+	// sample; MaxRunning is the most units the adaptive capacity lets run at once.
+	Running, Queued, Open, MaxRunning int
 	Load                  float64
 }
 
@@ -82,7 +82,7 @@ func sampleOf(metrics string) (capacitySample, bool) {
 	s.Stretch, _ = metricOf(metrics, "gatekeeper_admission_capacity_stretch_ratio")
 	s.Alone, _ = metricOf(metrics, "gatekeeper_admission_capacity_alone_seconds")
 	s.Load, _ = metricOf(metrics, "gatekeeper_admission_load_seconds")
-	for name, v := range map[string]*int{"running": &s.Running, "queue_length": &s.Queued, "open_transactions": &s.Open} {
+	for name, v := range map[string]*int{"running": &s.Running, "queue_length": &s.Queued, "open_transactions": &s.Open, "capacity_max_running": &s.MaxRunning} {
 		f, _ := metricOf(metrics, "gatekeeper_admission_"+name)
 		*v = int(f)
 	}
@@ -107,14 +107,14 @@ func metricOf(metrics, name string) (float64, bool) {
 
 // writeCapacityCSV writes the capacity traces of the runs that have one, a row a second.
 func writeCapacityCSV(path string, runs []runResult) error {
-	records := [][]string{{"mode", "loop", "clients", "rate", "round", "second", "measured", "capacity_s", "stretch", "alone_s", "decision", "running", "load_s", "queued", "open_transactions"}}
+	records := [][]string{{"mode", "loop", "clients", "rate", "round", "second", "measured", "capacity_s", "stretch", "alone_s", "decision", "running", "load_s", "queued", "open_transactions", "max_running"}}
 	for _, r := range runs {
 		for _, s := range r.Capacity {
 			records = append(records, []string{r.Mode, r.Loop, strconv.Itoa(r.Clients), strconv.FormatFloat(r.Rate, 'f', 3, 64),
 				strconv.Itoa(r.Round), strconv.Itoa(int(s.At / time.Second)), strconv.FormatBool(s.Measured),
 				strconv.FormatFloat(s.Capacity, 'f', 4, 64), strconv.FormatFloat(s.Stretch, 'f', 3, 64),
 				strconv.FormatFloat(s.Alone, 'f', 6, 64), s.Decision, strconv.Itoa(s.Running),
-				strconv.FormatFloat(s.Load, 'f', 4, 64), strconv.Itoa(s.Queued), strconv.Itoa(s.Open)})
+				strconv.FormatFloat(s.Load, 'f', 4, 64), strconv.Itoa(s.Queued), strconv.Itoa(s.Open), strconv.Itoa(s.MaxRunning)})
 		}
 	}
 	return writeCSVFile(path, records)
