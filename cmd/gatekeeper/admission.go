@@ -41,7 +41,8 @@ func (q queueSource) Queue() admin.QueueResponse {
 	}
 	if a := s.Auto; a.Enabled {
 		r.Adaptive = &admin.AdaptiveCapacity{MinMS: ms(a.Min), MaxMS: ms(a.Max), Last: a.Last.String(),
-			Stretch: a.Stretch, Target: a.Target, Gain: a.Gain, Moved: a.Moved, SizeFloorMS: ms(a.SizeFloor)}
+			Stretch: a.Stretch, Target: a.Target, Gain: a.Gain, Moved: a.Moved, SizeFloorMS: ms(a.SizeFloor),
+			Parallelism: a.Parallelism, MaxRunning: a.MaxRunning}
 	}
 	if s.ActiveLimit > 0 {
 		r.Sessions = &admin.SessionGate{

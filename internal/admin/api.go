@@ -113,6 +113,10 @@ type AdaptiveCapacity struct {
 	// SizeFloorMS is the least capacity the units doing most of the work allow: twice
 	// their size (0 before a window had enough units to tell).
 	SizeFloorMS float64 `json:"size_floor_ms"`
+	// Parallelism is the units the database runs at once for each unit of stretch, and
+	// MaxRunning the most units it lets run at once (0 before windows told them).
+	Parallelism float64 `json:"parallelism"`
+	MaxRunning  int     `json:"max_running"`
 }
 
 // SessionGate is the state of the AWAIT session gate.

@@ -521,7 +521,7 @@ func (c *Controller) paced() bool {
 // fits says whether t may start now, and whether it would run in the lengthy lane.
 func (c *Controller) fits(t *Ticket, now time.Time) (ok, lane bool) {
 	cfg := &c.cfg
-	if cfg.MaxConcurrency > 0 && c.running >= cfg.MaxConcurrency || c.soloOnly() {
+	if m := c.maxRunning(); m > 0 && c.running >= m || c.soloOnly() {
 		return false, false
 	}
 	if t.req.Txn && cfg.MaxOpenTransactions > 0 && c.openTxns >= cfg.MaxOpenTransactions {
@@ -556,6 +556,20 @@ func (c *Controller) fits(t *Ticket, now time.Time) (ok, lane bool) {
 		return c.lane < cfg.Reserve.LengthyLane && c.pace.allow(now, c.paceFloor()), true
 	}
 	return true, false
+}
+
+// maxRunning is the most units that may run at once: max_concurrency, and under the
+// adaptive capacity the bound its windows learnt (see countRoom), whichever is less; 0
+// when neither bounds them.
+func (c *Controller) maxRunning() int {
+	m, learnt := c.cfg.MaxConcurrency, 0
+	if c.cfg.Auto.Enabled {
+		learnt = c.tune.maxRunning
+	}
+	if m == 0 || learnt > 0 && learnt < m {
+		return learnt
+	}
+	return m
 }
 
 // quickLoad is the part of the load that quick units hold.
@@ -757,12 +771,12 @@ func (c *Controller) startOf(q *Ticket, now time.Time) time.Time {
 	c.ends = append(c.ends[:0], c.active.items...)
 	slices.SortFunc(c.ends, func(a, b *Ticket) int { return cmpBy(byEnd, a, b) })
 	load, running := c.load, c.running
-	start := now
+	start, most := now, c.maxRunning()
 	for _, r := range c.ends {
 		load -= r.req.Cost
 		running--
 		start = r.end
-		concurrency := c.cfg.MaxConcurrency == 0 || running < c.cfg.MaxConcurrency
+		concurrency := most == 0 || running < most
 		if running == 0 || (concurrency && load+q.req.Cost <= c.cfg.Capacity) {
 			break
 		}

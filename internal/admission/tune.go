@@ -25,7 +25,7 @@ type AutoConfig struct {
 	// logs) over them. Past the database's knee its processors are shared, so units run
 	// longer in proportion to their number; below it they run about as fast as alone. A
 	// target of 2 keeps the database's processors busy with about as many units again
-	// waiting inside it. Default 2.
+	// waiting inside it. Default 2.5.
 	Stretch float64
 }
 
@@ -188,6 +188,23 @@ const (
 	// charge, with the short interactions at 3.3 times a static 40 ms's mean and the same
 	// throughput. Twice the size lets one such unit run beside as much again of others.
 	sizeRoom = 2
+	// The units running at once stay under countRoom times the target times the database's
+	// parallelism, where the stretch would read twice the target (see soloOff). The
+	// parallelism is the units it runs at once for each unit of stretch: the window's mean
+	// running units over its stretch (past the knee the units share its processors, and the
+	// stretch grows in proportion to their number), the median of the last three windows
+	// that ran at least two units at once while others waited. The capacity bounds the
+	// estimated costs running, and the stretch answers it a window or two late: where the
+	// heavy units that held the room end and many small units take it at once, their number
+	// rises before the stretch can tell. At 800 bookstore clients, with the capacity held at
+	// 115-130 ms, the units running went from 8 to 34-51 within 6 s and the stretch from 2.2
+	// to 13, and the descent that followed took the capacity to 36 ms. The parallelism read
+	// 2.7-4 through it, before and after. At 1.5 times the target the bound, not the
+	// capacity, held the units through most of each run, at a stretch of 3.6, and did less
+	// work than no bound. Never fewer than countFloor units: a stretch that some other cause
+	// holds high, one unit at a time, must not pin the database there.
+	countRoom  = 2
+	countFloor = 4
 	// sizeBuckets bound the histogram of the costs completed, in steps of 2^(1/4) (19%)
 	// from a microsecond.
 	sizeBuckets = 128
@@ -250,6 +267,11 @@ type AutoState struct {
 	// SizeFloor is the least capacity the sizes of the units doing most of the work allow
 	// (see sizeRoom; 0 before a window had enough units to tell).
 	SizeFloor time.Duration
+	// Parallelism is the units the database runs at once for each unit of stretch, and
+	// MaxRunning the most units let run at once by it (see countRoom; 0 before windows
+	// told them).
+	Parallelism float64
+	MaxRunning  int
 	// Moved counts the windows that moved the capacity, Decided the windows by decision,
 	// Solo the solo checks and SoloUnits the units timed alone.
 	Moved, Solo, SoloUnits uint64
@@ -376,7 +398,11 @@ type tuner struct {
 	damp, dirRun int
 	lastUp       bool
 	prevWork     float64
-	state        AutoState
+	// par holds the parallelism of the last three windows that told it, the last
+	// first (0: none yet); maxRunning is the bound on running units it sets (0: none).
+	par        [3]float64
+	maxRunning int
+	state      AutoState
 }
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
@@ -610,6 +636,9 @@ func (c *Controller) adapt(now time.Time) {
 		u.sizeFloor = min(sizeRoom*u.sizeMedian(), a.Max)
 	}
 	u.state.SizeFloor = u.sizeFloor
+	if n >= minTuneSamples && queued && conc >= 2 && stretch > 0 {
+		u.parallelism(conc/stretch, a)
+	}
 	if n > 0 {
 		u.state.Alone = time.Duration(math.Exp(u.alone/float64(n)) * float64(time.Second))
 	}
@@ -728,6 +757,19 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	u.sum, u.alone, u.n, u.completed, u.costs, u.untimed = 0, 0, 0, 0, 0, 0
 	u.sizes, u.sizedSum = [sizeBuckets]time.Duration{}, 0
+}
+
+// parallelism notes a window's units running at once for each unit of stretch, p, and sets
+// the bound on running units (see countRoom).
+func (u *tuner) parallelism(p float64, a AutoConfig) {
+	copy(u.par[1:], u.par[:])
+	u.par[0] = p
+	if u.par[2] == 0 {
+		return
+	}
+	m := median3(u.par[0], u.par[1], u.par[2])
+	u.maxRunning = max(countFloor, int(math.Ceil(countRoom*a.Stretch*m)))
+	u.state.Parallelism, u.state.MaxRunning = m, u.maxRunning
 }
 
 // turn notes a settled move by the stretch, up or down: a move against the one before

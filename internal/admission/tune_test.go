@@ -992,3 +992,48 @@ func TestAutoCapacityNotUnderTheUnitsSize(t *testing.T) {
 	require.InDelta(t, 2*time.Millisecond, u.state.SizeFloor, float64(time.Millisecond))
 	require.Less(t, ctl.Snapshot().Capacity, floor)
 }
+
+// TestAutoCapacityBoundsTheUnitsRunning: windows in which 8 units ran at once, 2.5 times as
+// long as alone, tell a parallelism of 3.2, and the units running stay under twice the
+// target times it (16) when the room the capacity leaves would take many more small units at
+// once. Windows of one unit at a time tell nothing; a stretch held high by another cause
+// does not bound the units under countFloor; max_concurrency, when lower, still holds.
+func TestAutoCapacityBoundsTheUnitsRunning(t *testing.T) {
+	clock, ctl := settledAt(120 * time.Millisecond)
+	u := &ctl.tune
+	for range 3 {
+		endWindow(clock, ctl, 2*time.Second, 8, 100, 10*time.Millisecond, 25*time.Millisecond, true)
+	}
+	require.InDelta(t, 3.2, u.state.Parallelism, 0.01)
+	require.Equal(t, 16, u.state.MaxRunning)
+	require.GreaterOrEqual(t, ctl.Snapshot().Capacity, 40*time.Millisecond, "room for 40 small units")
+
+	tickets := make([]Ticket, 40)
+	admitted := 0
+	for i := range tickets {
+		st, err := ctl.Arrive(&tickets[i], Request{Type: 1, Cost: time.Millisecond})
+		require.NoError(t, err)
+		if st == Admitted {
+			admitted++
+		}
+	}
+	require.Equal(t, 16, admitted, "room for 40, 16 units")
+	ctl.Release(&tickets[0], time.Millisecond)
+	require.Equal(t, Admitted, tickets[16].State(), "one ends, the next starts")
+	require.Equal(t, Queued, tickets[17].State())
+	for i := 1; i <= 16; i++ {
+		ctl.Release(&tickets[i], time.Millisecond)
+	}
+
+	endWindow(clock, ctl, 2*time.Second, 1, 100, 10*time.Millisecond, 100*time.Millisecond, true)
+	require.Equal(t, 16, u.state.MaxRunning, "one at a time tells nothing")
+	for range 3 {
+		endWindow(clock, ctl, 2*time.Second, 2, 100, 10*time.Millisecond, 200*time.Millisecond, true)
+	}
+	require.Equal(t, countFloor, u.state.MaxRunning, "a stretch of 20 with 2 running")
+
+	cfg := ctl.cfg
+	cfg.MaxConcurrency = 3
+	ctl.Configure(cfg)
+	require.Equal(t, 3, ctl.maxRunning())
+}
