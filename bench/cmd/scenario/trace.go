@@ -24,7 +24,7 @@ type capacitySample struct {
 	// costs, Queued the units waiting for capacity and Open the open transactions, at the
 	// sample; MaxRunning is the most units the adaptive capacity lets run at once.
 	Running, Queued, Open, MaxRunning int
-	Load                  float64
+	Load                              float64
 }
 
 // traceCapacity samples the capacity that the proxy whose admin listener is at admin
