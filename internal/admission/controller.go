@@ -564,7 +564,7 @@ func (c *Controller) fits(t *Ticket, now time.Time) (ok, lane bool) {
 func (c *Controller) maxRunning() int {
 	m, learnt := c.cfg.MaxConcurrency, 0
 	if c.cfg.Auto.Enabled {
-		learnt = c.tune.maxRunning
+		learnt = c.tune.state.MaxRunning
 	}
 	if m == 0 || learnt > 0 && learnt < m {
 		return learnt

@@ -399,10 +399,9 @@ type tuner struct {
 	lastUp       bool
 	prevWork     float64
 	// par holds the parallelism of the last three windows that told it, the last
-	// first (0: none yet); maxRunning is the bound on running units it sets (0: none).
-	par        [3]float64
-	maxRunning int
-	state      AutoState
+	// first (0: none yet); state.MaxRunning is the bound on running units it sets.
+	par   [3]float64
+	state AutoState
 }
 
 func (u *tuner) reset(cfg AutoConfig, now time.Time) {
@@ -768,8 +767,7 @@ func (u *tuner) parallelism(p float64, a AutoConfig) {
 		return
 	}
 	m := median3(u.par[0], u.par[1], u.par[2])
-	u.maxRunning = max(countFloor, int(math.Ceil(countRoom*a.Stretch*m)))
-	u.state.Parallelism, u.state.MaxRunning = m, u.maxRunning
+	u.state.Parallelism, u.state.MaxRunning = m, max(countFloor, int(math.Ceil(countRoom*a.Stretch*m)))
 }
 
 // turn notes a settled move by the stretch, up or down: a move against the one before

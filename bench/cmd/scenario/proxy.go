@@ -50,7 +50,8 @@ const admissionModes = "fifo, sjf, sjf-aging-X, sjf-last-call-D"
 
 // parseModes reads a comma-separated list: direct, passthrough, pooled, routed-N, fifo, sjf,
 // sjf-aging-X, sjf-last-call-D; an
-// admission mode may name its own capacity after @, as in fifo@360ms, and take the reserve
+// admission mode may name its own capacity after @, as in fifo@360ms, or adapt it, as in
+// sjf@auto, towards a stretch target of its own, as in sjf@auto-2, and take the reserve
 // with +reserve at the end, as in sjf@80ms+reserve.
 func parseModes(s string) ([]mode, error) {
 	var out []mode
@@ -73,8 +74,9 @@ func parseModes(s string) ([]mode, error) {
 		if target, ok := strings.CutPrefix(capacity, "auto"); withCapacity && ok {
 			m.Auto, name, withCapacity = true, base, false
 			if target != "" {
-				x, err := strconv.ParseFloat(strings.TrimPrefix(target, "-"), 64)
-				if err != nil || !strings.HasPrefix(target, "-") || x <= 1 {
+				v, dash := strings.CutPrefix(target, "-")
+				x, err := strconv.ParseFloat(v, 64)
+				if !dash || err != nil || x <= 1 {
 					return nil, fmt.Errorf("--modes: %s: the stretch target after @auto- must be a number over 1, as in sjf@auto-2", m.Name)
 				}
 				m.Stretch = x
