@@ -240,7 +240,8 @@ db_cpu() {
 # sample prints the time, the capacity in seconds, the units completed so far, the units
 # running and waiting, the adaptive capacity's last decision and stretch, the primary's
 # processor seconds so far, the units refused so far (queue timeout, queue full...), the
-# adaptive capacity's solo checks so far, and the time alone its stretch divides by.
+# adaptive capacity's solo checks so far, the time alone its stretch divides by, its size
+# floor and its bound on units running.
 sample() {
 	curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v t="$(date +%s.%N)" -v db="$(db_cpu)" '
 		/^gatekeeper_admission_capacity_seconds / {c = $2}
@@ -252,7 +253,9 @@ sample() {
 		/^gatekeeper_admission_refused_total\{/ {x += $2}
 		/^gatekeeper_admission_capacity_solo_checks_total / {k = $2}
 		/^gatekeeper_admission_capacity_alone_seconds / {l = $2}
-		END {printf "%.3f,%s,%d,%d,%d,%s,%.3f,%s,%d,%d,%.6f\n", t, c, u, r, q, d, s, db, x, k, l}'
+		/^gatekeeper_admission_capacity_size_floor_seconds / {f = $2}
+		/^gatekeeper_admission_capacity_max_running / {m = $2}
+		END {printf "%.3f,%s,%d,%d,%d,%s,%.3f,%s,%d,%d,%.6f,%.6f,%d\n", t, c, u, r, q, d, s, db, x, k, l, f, m}'
 }
 
 # load SECONDS runs the bookstore's clients through the proxy; sets LOAD_PID.
@@ -265,7 +268,7 @@ load() {
 
 mkdir -p "$OUT"
 TRACE=$OUT/trace.csv
-echo "second,state,capacity_s,units,running,queued,decision,stretch,db_cpu_s,refused,checks,alone_s,policy,round" >"$TRACE"
+echo "second,state,capacity_s,units,running,queued,decision,stretch,db_cpu_s,refused,checks,alone_s,size_floor_s,max_running,policy,round" >"$TRACE"
 CLASSES=$OUT/classes.csv
 echo "second,class,completed,mean_ms,policy,round" >"$CLASSES"
 read -r -a CAPS <<<"${CAPACITIES//,/ }"

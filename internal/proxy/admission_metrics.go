@@ -75,6 +75,7 @@ var (
 	descStretch   = prometheus.NewDesc("gatekeeper_admission_capacity_stretch_ratio", "How many times longer than alone the units of the adaptive capacity's last window ran, averaged over them (1: as fast as alone).", nil, nil)
 	descAlone     = prometheus.NewDesc("gatekeeper_admission_capacity_alone_seconds", "What the stretch divides by: the time alone of the units of the adaptive capacity's last window, from their types' solo times (geometric mean over the units).", nil, nil)
 	descTarget    = prometheus.NewDesc("gatekeeper_admission_capacity_target_stretch_ratio", "The stretch the adaptive capacity moves towards (admission.capacity_stretch).", nil, nil)
+	descSizeFloor = prometheus.NewDesc("gatekeeper_admission_capacity_size_floor_seconds", "The least capacity the adaptive capacity keeps: twice the size of the units that did most of its last window's work (0 before a window told it).", nil, nil)
 	descMaxRun    = prometheus.NewDesc("gatekeeper_admission_capacity_max_running", "The most units the adaptive capacity lets run at once: twice the target stretch times the units the database runs at once for each unit of stretch (0 before its windows told it).", nil, nil)
 	descSolo      = prometheus.NewDesc("gatekeeper_admission_capacity_solo_checks_total", "Solo checks of the adaptive capacity: short spells that run one unit at a time, to time each type alone.", nil, nil)
 	descPolRate   = prometheus.NewDesc("gatekeeper_admission_policer_rate", "A rate policer's current rate, units per second.", []string{"policer"}, nil)
@@ -84,7 +85,7 @@ var (
 func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descBlocked, descRunning, descLoad, descCapacity,
 		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane, descParked, descLaneRate, descQuickWait,
-		descPolRate, descPolUnits, descDecisions, descLastDec, descStretch, descAlone, descTarget, descMaxRun, descSolo} {
+		descPolRate, descPolUnits, descDecisions, descLastDec, descStretch, descAlone, descTarget, descSizeFloor, descMaxRun, descSolo} {
 		ch <- d
 	}
 }
@@ -126,6 +127,7 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descStretch, s.Auto.Stretch)
 		gauge(descAlone, s.Auto.Alone.Seconds())
 		gauge(descTarget, s.Auto.Target)
+		gauge(descSizeFloor, s.Auto.SizeFloor.Seconds())
 		gauge(descMaxRun, float64(s.Auto.MaxRunning))
 		ch <- prometheus.MustNewConstMetric(descSolo, prometheus.CounterValue, float64(s.Auto.Solo))
 	}

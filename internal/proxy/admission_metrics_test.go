@@ -89,7 +89,7 @@ func TestAdmissionCollectorShowsTheAdaptiveCapacity(t *testing.T) {
 		Auto: admission.AutoConfig{Enabled: true, Min: time.Millisecond, Max: time.Second},
 	}, admission.NewManualClock(time.Unix(1_700_000_000, 0)))
 	reg := lintedRegistry(t, ctl)
-	for _, name := range []string{"gatekeeper_admission_capacity_stretch_ratio", "gatekeeper_admission_capacity_alone_seconds", "gatekeeper_admission_capacity_max_running"} {
+	for _, name := range []string{"gatekeeper_admission_capacity_stretch_ratio", "gatekeeper_admission_capacity_alone_seconds", "gatekeeper_admission_capacity_size_floor_seconds", "gatekeeper_admission_capacity_max_running"} {
 		got, err := gaugeValue(reg, name)
 		require.NoError(t, err)
 		require.Zero(t, got, name)
