@@ -609,7 +609,7 @@ func (c *Controller) admit(t *Ticket, now time.Time, lane bool) {
 	t.end = now.Add(t.req.service())
 	c.active.push(t)
 	if c.cfg.Auto.Enabled {
-		c.tune.running(now, c.running)
+		c.integrate(now)
 	}
 	c.admits++
 	t.alone, t.admitNo = c.running == 0, c.admits
@@ -873,7 +873,7 @@ func (c *Controller) ReleaseAt(t *Ticket, busy time.Duration, now time.Time) {
 	t.state = Idle
 	c.active.remove(t)
 	if c.cfg.Auto.Enabled {
-		c.tune.running(now, c.running)
+		c.integrate(now)
 	}
 	c.load -= t.req.Cost
 	if t.lengthy {
@@ -893,7 +893,7 @@ func (c *Controller) ReleaseAt(t *Ticket, busy time.Duration, now time.Time) {
 	}
 	if c.cfg.Auto.Enabled && busy > 0 {
 		if !t.req.Unmeasured {
-			c.tune.sized(t.req.Cost)
+			c.tune.sized(t.req.shape(), t.req.Cost)
 		}
 		if c.tune.complete(t.req.shape(), t.req.Cost, busy, t.alone && c.admits == t.admitNo) {
 			c.endCheck(now)

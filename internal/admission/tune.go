@@ -187,6 +187,12 @@ const (
 	// clients of the bookstore the capacity held 16-25 ms, under a Best Sellers unit's
 	// charge, with the short interactions at 3.3 times a static 40 ms's mean and the same
 	// throughput. Twice the size lets one such unit run beside as much again of others.
+	// A unit of a shape timed alone counts at most at its solo time times the target: what
+	// it is charged where the stretch reads the target. Charges are busy times, which grow
+	// with the units running, and a floor on them grew with what it let run: at half the
+	// processor the floor took the capacity from 0.22 to 0.81 s within 8 s, where Best
+	// Sellers units ran 5 times as long as alone, and held it there for three minutes, to
+	// 0.94 of a static 100 ms's throughput and 1.4 times its short interactions' mean.
 	sizeRoom = 2
 	// The units running at once stay under countRoom times the target times the database's
 	// parallelism, where the stretch would read twice the target (see soloOff). The
@@ -315,10 +321,14 @@ type tuner struct {
 	sizedSum  time.Duration
 	sizeFloor time.Duration
 	// area is the running units integrated over the window (unit-seconds, in ns), from
-	// areaAt on, outside solo checks; soloTime is the window's time in solo checks.
-	area     float64
-	areaAt   time.Time
-	soloTime time.Duration
+	// areaAt on, outside solo checks, loadArea their estimated costs (in ns²), and
+	// cappedArea the time in it during which units waited while the bound on units running
+	// held them (in ns); soloTime is the window's time in solo checks.
+	area       float64
+	loadArea   float64
+	cappedArea float64
+	areaAt     time.Time
+	soloTime   time.Duration
 	// spellAt is when units began to run one at a time while others waited, outside solo
 	// checks, without a break up to areaAt; zero when they do not.
 	spellAt time.Time
@@ -410,13 +420,18 @@ func (u *tuner) reset(cfg AutoConfig, now time.Time) {
 	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Target: cfg.Stretch}
 }
 
-// running integrates the running units up to now; running is what it was until now.
-func (u *tuner) running(now time.Time, running int) {
+// running integrates the running units up to now: running is how many ran until now, load
+// their estimated costs, and most the bound on them (0: none).
+func (u *tuner) running(now time.Time, running int, load time.Duration, most int) {
 	if d := now.Sub(u.areaAt); d > 0 {
 		if u.checking {
 			u.soloTime += d
 		} else {
 			u.area += float64(running) * float64(d)
+			u.loadArea += float64(load) * float64(d)
+			if most > 0 && running >= most && u.waitingNow {
+				u.cappedArea += float64(d)
+			}
 		}
 		switch {
 		case running > 1 || !u.waitingNow || u.checking:
@@ -438,6 +453,12 @@ func (u *tuner) waits(now time.Time, c *Controller) {
 		u.waitAt = now
 	}
 	u.waitingNow = c.waiting() > 0
+}
+
+// integrate brings the adaptive capacity's integrals of the running units up to now; c.mu
+// is held.
+func (c *Controller) integrate(now time.Time) {
+	c.tune.running(now, c.running, c.load, c.maxRunning())
 }
 
 // noteWaits tells the adaptive capacity, when on, that the queue may have changed now;
@@ -514,10 +535,14 @@ func clipSolo(d float64) float64 {
 	return min(max(d, -lim), lim)
 }
 
-// sized counts a completed unit's estimated cost by size, for the floor (see sizeRoom).
-// Units of types not measured yet are left out: their charge is a default, or the whole
-// capacity, and a floor on it would double the capacity at every window.
-func (u *tuner) sized(cost time.Duration) {
+// sized counts a completed unit's estimated cost by size, for the floor (see sizeRoom), at
+// most its shape's solo time times the target. Units of types not measured yet are left
+// out: their charge is a default, or the whole capacity, and a floor on it would double the
+// capacity at every window. It goes before complete, which may move the solo time.
+func (u *tuner) sized(shape uint64, cost time.Duration) {
+	if st, ok := u.solo[shape]; ok {
+		cost = min(cost, time.Duration(math.Exp(st.log)*u.state.Target*float64(time.Second)))
+	}
 	u.sizes[sizeBucket(cost)] += cost
 	u.sizedSum += cost
 }
@@ -546,7 +571,7 @@ func sizeBucket(cost time.Duration) int {
 // endCheck ends a solo check; c.mu is held.
 func (c *Controller) endCheck(now time.Time) {
 	u := &c.tune
-	u.running(now, c.running) // the check's time so far counts as solo time
+	c.integrate(now) // the check's time so far counts as solo time
 	u.waits(now, c)
 	u.checking, u.windows, u.climbChecked = false, 0, true
 	if u.driftN > 0 && math.Abs(u.drift/float64(u.driftN)) < math.Log(soloAgree) {
@@ -568,7 +593,7 @@ func (c *Controller) check(now time.Time) bool {
 		c.endCheck(now)
 		return true
 	case !u.checking && (u.windows >= u.every && (u.warm || u.blind) || u.stale) && c.waiting() > 0:
-		u.running(now, c.running)
+		c.integrate(now)
 		u.waits(now, c)
 		u.checking, u.checkAt, u.checked, u.drift, u.driftN, u.stale = true, now, 0, 0, 0, false
 		u.state.Solo++
@@ -594,7 +619,7 @@ func (c *Controller) adapt(now time.Time) {
 	if !a.Enabled || dt < early || u.checking {
 		return
 	}
-	u.running(now, c.running)
+	c.integrate(now)
 	u.waits(now, c)
 	measured := dt - u.soloTime // the window's time outside solo checks
 	if measured <= 0 {
@@ -641,7 +666,20 @@ func (c *Controller) adapt(now time.Time) {
 	if n > 0 {
 		u.state.Alone = time.Duration(math.Exp(u.alone/float64(n)) * float64(time.Second))
 	}
-	capacity := c.cfg.Capacity
+	set := c.cfg.Capacity // what the capacity is set to
+	capacity := set       // what held the units: the window's moves go from it
+	if held := time.Duration(u.loadArea / float64(measured)); u.cappedArea >= bindingUse*float64(measured) &&
+		queued && n >= minTuneSamples && level*deadBand >= a.Stretch && held < capacity {
+		// The bound on units running, not the capacity, held the units through the window,
+		// and the stretch asks for no more: the capacity moves from the estimated costs the
+		// bound let run, where its moves take hold, and what its descents and climbs learnt
+		// is of another capacity. Past the knee at 800 bookstore clients, and at half the
+		// processor, the bound held the units through most of each run with the capacity
+		// at 2-8 times what ran; the stretch read 4-5 and moved it down, but no fewer units
+		// ran, the descents were undone, and their floors held it there for minutes.
+		capacity = max(held, a.Min)
+		u.release()
+	}
 	next, d := capacity, DecisionHold
 	climb := false     // the stretch, or units run one at a time, moved it up
 	byStretch := false // a settled move by the stretch (see settledGain)
@@ -725,7 +763,10 @@ func (c *Controller) adapt(now time.Time) {
 	if next == capacity && (d == DecisionUp || d == DecisionDown || d == DecisionProbe) {
 		d = DecisionHold // at a bound
 	}
-	u.moved = next != capacity
+	if next < set && d == DecisionHold {
+		d = DecisionDown // to what held the units
+	}
+	u.moved = next != set
 	if u.moved {
 		u.state.Moved++
 		c.setCapacity(next)
@@ -744,6 +785,7 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	u.windows++
 	u.start, u.queued, u.area, u.waitArea, u.soloTime = now, false, 0, 0, 0
+	u.loadArea, u.cappedArea = 0, 0
 	u.blind = u.untimed > n
 	if d == DecisionUp && bound && level < math.Sqrt(a.Stretch) && (!u.warm || max(level, stretch) < u.nearBar(a)) {
 		// Units ran nearly as fast as alone while the capacity held others back: the knee
@@ -1031,6 +1073,15 @@ func (u *tuner) judgeDescent(capacity, next time.Duration, d Decision, rate, wor
 		}
 	}
 	return next, d
+}
+
+// release forgets what the descents, climbs and probes learnt of the capacity, when it did
+// not hold the units (see adapt).
+func (u *tuner) release() {
+	u.keptDescent()
+	u.descending, u.probing, u.anchorCap, u.holds = false, false, 0, 0
+	u.climbCap, u.ceilLeft = 0, 0
+	u.calm = calmRun{}
 }
 
 // keptDescent notes a descent's step kept: fewer units helped, so the floor and the count

@@ -387,9 +387,9 @@ func TestAutoCapacityHeavyUnitsAloneDoNotGrowIt(t *testing.T) {
 		u := &ctl.tune
 		u.solo[1] = soloTime{log: math.Log(0.01), n: soloSeed} // 10 ms alone
 		u.warm, u.windows, u.queued = true, 0, true
-		u.running(clock.Now(), 1)
+		u.running(clock.Now(), 1, 0, 0)
 		clock.Advance(time.Second)
-		u.running(clock.Now(), 1) // one unit ran through the window
+		u.running(clock.Now(), 1, 0, 0) // one unit ran through the window
 		for range 4 {
 			u.complete(1, 200*time.Millisecond, c.busy, false)
 		}
@@ -653,9 +653,9 @@ func soloCheck(clock *ManualClock, ctl *Controller, busy ...time.Duration) {
 func endWindow(clock *ManualClock, ctl *Controller, d time.Duration, running, units int, cost, busy time.Duration, bound bool) Decision {
 	u := &ctl.tune
 	u.queued = true
-	u.running(clock.Now(), running)
+	u.running(clock.Now(), running, 0, 0)
 	clock.Advance(d)
-	u.running(clock.Now(), running)
+	u.running(clock.Now(), running, 0, 0)
 	if bound {
 		u.waitArea = float64(d)
 	}
@@ -968,10 +968,10 @@ func TestAutoCapacityNotUnderTheUnitsSize(t *testing.T) {
 	// 40 ms completed, all running 4 times as long as alone, while others waited.
 	window := func(light, heavy int) Decision {
 		for range light {
-			u.sized(time.Millisecond)
+			u.sized(2, time.Millisecond)
 		}
 		for range heavy {
-			u.sized(40 * time.Millisecond)
+			u.sized(2, 40*time.Millisecond)
 			u.complete(1, 40*time.Millisecond, 40*time.Millisecond, false)
 		}
 		return endWindow(clock, ctl, 2*time.Second, 4, light, time.Millisecond, 40*time.Millisecond, true)
@@ -1036,4 +1036,55 @@ func TestAutoCapacityBoundsTheUnitsRunning(t *testing.T) {
 	cfg.MaxConcurrency = 3
 	ctl.Configure(cfg)
 	require.Equal(t, 3, ctl.maxRunning())
+}
+
+// TestAutoCapacityMovesFromWhatTheBoundLetRun: when the bound on units running, not the
+// capacity, held the units through a window, the capacity moves from the estimated costs
+// that ran, where its moves take hold, and a floor left by a descent undone at the old
+// capacity no longer holds it.
+func TestAutoCapacityMovesFromWhatTheBoundLetRun(t *testing.T) {
+	clock, ctl := settledAt(400 * time.Millisecond)
+	u := &ctl.tune
+	u.state.MaxRunning = 8
+	u.floorCap, u.floorLeft = 400*time.Millisecond, restoreWindows
+	// window runs 2 s with running units charged 100 ms in all, 8 of them (at the bound,
+	// or not), while others waited; the units ran 5 times as long as alone.
+	window := func(running int) Decision {
+		u.queued, u.waitingNow, u.waitArea = true, true, float64(2*time.Second)
+		u.running(clock.Now(), running, 100*time.Millisecond, 8)
+		clock.Advance(2 * time.Second)
+		u.running(clock.Now(), running, 100*time.Millisecond, 8)
+		for range 100 {
+			u.complete(1, 10*time.Millisecond, 50*time.Millisecond, false)
+		}
+		ctl.mu.Lock()
+		defer ctl.mu.Unlock()
+		ctl.adapt(clock.Now())
+		return u.state.Last
+	}
+	require.Equal(t, DecisionHold, window(7), "under the bound: the floor holds")
+	require.Equal(t, 400*time.Millisecond, ctl.Snapshot().Capacity)
+	require.Equal(t, DecisionDown, window(8))
+	got := ctl.Snapshot().Capacity
+	require.Less(t, got, 100*time.Millisecond, "down from what ran")
+	require.Greater(t, got, 50*time.Millisecond, "part of the way, once settled")
+	require.Zero(t, u.floorLeft, "the floor was of another capacity")
+}
+
+// TestAutoCapacitySizeFloorAtTheTarget: heavy units of a shape timed alone count for the
+// floor at most at their solo time times the target, however long they ran: a floor on
+// their busy times grew with what it let run.
+func TestAutoCapacitySizeFloorAtTheTarget(t *testing.T) {
+	clock, ctl := settledAt(30 * time.Millisecond)
+	u := &ctl.tune
+	for range 10 {
+		u.sized(1, 100*time.Millisecond) // 10 ms alone, 10 times as long
+		u.complete(1, 100*time.Millisecond, 100*time.Millisecond, false)
+	}
+	for range 100 {
+		u.sized(2, time.Millisecond)
+	}
+	endWindow(clock, ctl, 2*time.Second, 4, 20, 10*time.Millisecond, 25*time.Millisecond, true)
+	// 2.5 × 10 ms, read at its bucket's middle, twice.
+	require.InDelta(t, 50*time.Millisecond, u.state.SizeFloor, float64(5*time.Millisecond))
 }
