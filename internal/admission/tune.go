@@ -663,6 +663,16 @@ func (c *Controller) adapt(now time.Time) {
 	if n >= minTuneSamples && queued && conc >= 2 && stretch > 0 {
 		u.parallelism(conc/stretch, a)
 	}
+	if u.cappedArea > 0 && n >= minTuneSamples && stretch < math.Sqrt(a.Stretch) {
+		// The bound held units back while they ran nearly as fast as alone (under the
+		// square root of the target, as in nearBar; this window's, not the level, which
+		// answers a window late): it was learnt
+		// of other work (units that share the processors, where these wait on a lock or a
+		// sleep), and is lifted until three windows tell it again. 500 sleeps of 50 ms
+		// after 500 logins ran 5 at a time behind a bound the logins had set, and timed out
+		// in the queue.
+		u.par, u.state.Parallelism, u.state.MaxRunning = [3]float64{}, 0, 0
+	}
 	if n > 0 {
 		u.state.Alone = time.Duration(math.Exp(u.alone/float64(n)) * float64(time.Second))
 	}

@@ -1088,3 +1088,26 @@ func TestAutoCapacitySizeFloorAtTheTarget(t *testing.T) {
 	// 2.5 × 10 ms, read at its bucket's middle, twice.
 	require.InDelta(t, 50*time.Millisecond, u.state.SizeFloor, float64(5*time.Millisecond))
 }
+
+// TestAutoCapacityLiftsABoundOfOtherWork: a window in which the bound on units running held
+// units back while they ran about as fast as alone lifts the bound: it was learnt of other
+// work.
+func TestAutoCapacityLiftsABoundOfOtherWork(t *testing.T) {
+	clock, ctl := settledAt(400 * time.Millisecond)
+	u := &ctl.tune
+	u.par = [3]float64{1, 1, 1}
+	u.state.Parallelism, u.state.MaxRunning = 1, 5
+	u.queued, u.waitingNow = true, true
+	u.running(clock.Now(), 5, 50*time.Millisecond, 5)
+	clock.Advance(2 * time.Second)
+	u.running(clock.Now(), 5, 50*time.Millisecond, 5)
+	u.waitArea = float64(2 * time.Second)
+	for range 100 {
+		u.complete(1, 10*time.Millisecond, 11*time.Millisecond, false)
+	}
+	ctl.mu.Lock()
+	ctl.adapt(clock.Now())
+	ctl.mu.Unlock()
+	require.Zero(t, u.state.MaxRunning)
+	require.Zero(t, ctl.maxRunning())
+}
