@@ -665,12 +665,11 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	if u.cappedArea > 0 && n >= minTuneSamples && stretch < math.Sqrt(a.Stretch) {
 		// The bound held units back while they ran nearly as fast as alone (under the
-		// square root of the target, as in nearBar; this window's, not the level, which
-		// answers a window late): it was learnt
-		// of other work (units that share the processors, where these wait on a lock or a
-		// sleep), and is lifted until three windows tell it again. 500 sleeps of 50 ms
-		// after 500 logins ran 5 at a time behind a bound the logins had set, and timed out
-		// in the queue.
+		// square root of the target, as in nearBar; this window's stretch, not the level,
+		// which answers a window late): it was learnt of other work (units that share the
+		// processors, where these wait on a lock or a sleep), and is lifted until three
+		// windows tell it again. A bound of 5 learnt while 500 clients logged in would hold
+		// 500 sleeps of 50 ms that follow to 100 a second, past a 5 s queue timeout.
 		u.par, u.state.Parallelism, u.state.MaxRunning = [3]float64{}, 0, 0
 	}
 	if n > 0 {
