@@ -124,7 +124,10 @@ func TestIdleLogins(t *testing.T) {
 			c.Close()
 		}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the pool's first connection", func() bool {
+		b, err := g.backends()
+		return err == nil && len(b.Backends) > 0 && b.Backends[0].Open > 0
+	})
 	rssOne, err := g.rss()
 	if err != nil {
 		t.Fatal(err)
