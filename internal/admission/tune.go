@@ -193,6 +193,11 @@ const (
 	// processor the floor took the capacity from 0.22 to 0.81 s within 8 s, where Best
 	// Sellers units ran 5 times as long as alone, and held it there for three minutes, to
 	// 0.94 of a static 100 ms's throughput and 1.4 times its short interactions' mean.
+	// The floor is the median of the last three windows' (see floors): where heavy and
+	// light units each do about half the work, the weighted median falls on one or the
+	// other from one window to the next, and at half the processor one window's floor
+	// read 202 ms between 42 and 120, took the capacity with it, and the stretch's
+	// settled moves took 20 s to bring it back.
 	sizeRoom = 2
 	// The units running at once stay under countRoom times the target times the database's
 	// parallelism, where the stretch would read twice the target (see soloOff). The
@@ -271,7 +276,8 @@ type AutoState struct {
 	// window had nothing to compare).
 	Gain float64
 	// SizeFloor is the least capacity the sizes of the units doing most of the work allow
-	// (see sizeRoom; 0 before a window had enough units to tell).
+	// (see sizeRoom: the median of the last three windows'; 0 before two windows had
+	// enough units to tell).
 	SizeFloor time.Duration
 	// Parallelism is the units the database runs at once for each unit of stretch, and
 	// MaxRunning the most units let run at once by it (see countRoom; 0 before windows
@@ -315,10 +321,11 @@ type tuner struct {
 	costs   time.Duration
 	untimed int
 	// sizes sums the window's estimated costs completed by size (see sizeBucket), of
-	// sizedSum in all, and sizeFloor is the least capacity they allow (see sizeRoom; 0:
-	// none yet).
+	// sizedSum in all; floors are the least capacities the last three windows' sizes
+	// allowed, the last first (see sizeRoom; 0: none yet), and sizeFloor their median.
 	sizes     [sizeBuckets]time.Duration
 	sizedSum  time.Duration
+	floors    [3]time.Duration
 	sizeFloor time.Duration
 	// area is the running units integrated over the window (unit-seconds, in ns), from
 	// areaAt on, outside solo checks, loadArea their estimated costs (in ns²), and
@@ -657,7 +664,10 @@ func (c *Controller) adapt(now time.Time) {
 	}
 	u.state.Stretch, u.state.Gain, u.state.Target = stretch, gain, a.Stretch
 	if u.completed >= minTuneSamples && u.sizedSum > 0 {
-		u.sizeFloor = min(sizeRoom*u.sizeMedian(), a.Max)
+		// The median of the last three, so none until two windows told it, then the
+		// lesser of those two.
+		u.floors = [3]time.Duration{min(sizeRoom*u.sizeMedian(), a.Max), u.floors[0], u.floors[1]}
+		u.sizeFloor = time.Duration(median3(float64(u.floors[0]), float64(u.floors[1]), float64(u.floors[2])))
 	}
 	u.state.SizeFloor = u.sizeFloor
 	if n >= minTuneSamples && queued && conc >= 2 && stretch > 0 {

@@ -959,8 +959,8 @@ func TestAutoCapacityOverloadDescentDoesNotWait(t *testing.T) {
 
 // TestAutoCapacityNotUnderTheUnitsSize: where heavy units do most of the work, the capacity
 // stays at twice their size however long the units run (each would otherwise wait for the
-// database to drain, and everything behind it too); once the work moves to light units the
-// floor goes with it.
+// database to drain, and everything behind it too), from the second window that tells it;
+// once the work moves to light units the floor goes with it.
 func TestAutoCapacityNotUnderTheUnitsSize(t *testing.T) {
 	clock, ctl := settledAt(30 * time.Millisecond)
 	u := &ctl.tune
@@ -976,6 +976,9 @@ func TestAutoCapacityNotUnderTheUnitsSize(t *testing.T) {
 		}
 		return endWindow(clock, ctl, 2*time.Second, 4, light, time.Millisecond, 40*time.Millisecond, true)
 	}
+	window(100, 10)
+	require.Zero(t, u.state.SizeFloor, "one window tells no floor")
+	require.Equal(t, 30*time.Millisecond, ctl.Snapshot().Capacity)
 	require.Equal(t, DecisionUp, window(100, 10), "under the floor: up to it")
 	floor := ctl.Snapshot().Capacity
 	require.InDelta(t, 80*time.Millisecond, floor, float64(10*time.Millisecond))
@@ -1081,12 +1084,56 @@ func TestAutoCapacitySizeFloorAtTheTarget(t *testing.T) {
 		u.sized(1, 100*time.Millisecond) // 10 ms alone, 10 times as long
 		u.complete(1, 100*time.Millisecond, 100*time.Millisecond, false)
 	}
-	for range 100 {
-		u.sized(2, time.Millisecond)
+	for range 2 {
+		for range 10 {
+			u.sized(1, 100*time.Millisecond) // 10 ms alone, 10 times as long
+			u.complete(1, 100*time.Millisecond, 100*time.Millisecond, false)
+		}
+		for range 100 {
+			u.sized(2, time.Millisecond)
+		}
+		endWindow(clock, ctl, 2*time.Second, 4, 20, 10*time.Millisecond, 25*time.Millisecond, true)
 	}
-	endWindow(clock, ctl, 2*time.Second, 4, 20, 10*time.Millisecond, 25*time.Millisecond, true)
 	// 2.5 × 10 ms, read at its bucket's middle, twice.
 	require.InDelta(t, 50*time.Millisecond, u.state.SizeFloor, float64(5*time.Millisecond))
+}
+
+// TestAutoCapacityOneWindowsFloorDoesNotMoveIt: the floor is the median of three windows'.
+// Where heavy and light units each do about half the work, the window's weighted median
+// falls on one or the other; one window on the heavy side neither raises the floor nor
+// takes the capacity with it, and two in a row do.
+func TestAutoCapacityOneWindowsFloorDoesNotMoveIt(t *testing.T) {
+	clock, ctl := settledAt(60 * time.Millisecond)
+	u := &ctl.tune
+	u.probeFails = probeDoublings // no probe within the test's windows
+	// window runs one of 2 s whose work light units (charged 10 ms) and heavy ones (100
+	// ms) split, light by a little, or heavy when heavier; the units ran 2.5 times as long
+	// as alone, as the target asks.
+	window := func(heavier bool) time.Duration {
+		light, heavy := 52, 5
+		if heavier {
+			light = 48
+		}
+		for range light {
+			u.sized(2, 10*time.Millisecond)
+		}
+		for range heavy {
+			u.sized(2, 100*time.Millisecond)
+		}
+		endWindow(clock, ctl, 2*time.Second, 4, 100, 10*time.Millisecond, 25*time.Millisecond, true)
+		return u.state.SizeFloor
+	}
+	window(false)
+	window(false)
+	light := window(false)
+	require.InDelta(t, 20*time.Millisecond, light, float64(3*time.Millisecond), "twice the light units' size")
+	require.Equal(t, light, window(true), "one window on the heavy side")
+	require.Equal(t, 60*time.Millisecond, ctl.Snapshot().Capacity)
+	window(false)
+	window(true)
+	heavy := window(true)
+	require.InDelta(t, 200*time.Millisecond, heavy, float64(20*time.Millisecond), "two in a row")
+	require.Equal(t, heavy, ctl.Snapshot().Capacity)
 }
 
 // TestAutoCapacityLiftsABoundOfOtherWork: a window in which the bound on units running held
