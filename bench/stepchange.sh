@@ -37,6 +37,11 @@
 # but Best Sellers and Admin Confirm) over the same seconds, from the completions the
 # bookstore counts each second: a capacity that keeps the throughput but lets units queue
 # inside the database shows there.
+# On a shared virtual machine a processor second does more or less work from moment to
+# moment, and the primary's throughput moves with it. bench/cmd/cpuspeed runs a fixed loop
+# on the primary's first processor (any, without --db-cpus) five times a second, some 0.3 ms
+# each, and every second of the trace has the speed it read; the report gives each phase's
+# throughput at the benchmark's median speed as well.
 # Writes bench/results/stepchange/ (README.md, trace.csv, classes.csv).
 #
 # Needs root and the cgroup cpu controller (v1 /sys/fs/cgroup/cpu, or v2 with cpu enabled).
@@ -195,6 +200,11 @@ db_state() {
 }
 
 go build -o "$WORK/bookstore" ./bench/cmd/bookstore
+go build -o "$WORK/cpuspeed" ./bench/cmd/cpuspeed
+SPEED_PIN=()
+[ -z "$DB_CPUS" ] || SPEED_PIN=(taskset -c "$(cpu_list "$DB_CPUS" | head -n 1)")
+"${SPEED_PIN[@]}" "$WORK/cpuspeed" >"$WORK/speed.txt" &
+PIDS+=("$!")
 DB=bookstore
 # load_bookstore loads the bookstore afresh: the runs add orders, and Best Sellers ranks the
 # items of the latest ones, so without it what a run costs would depend on the runs before it.
@@ -241,9 +251,12 @@ db_cpu() {
 # running and waiting, the adaptive capacity's last decision and stretch, the primary's
 # processor seconds so far, the units refused so far (queue timeout, queue full...), the
 # adaptive capacity's solo checks so far, the time alone its stretch divides by, its size
-# floor and its bound on units running.
+# floor and its bound on units running, and the speed of the primary's processor over the
+# last second (cpuspeed's last five readings).
 sample() {
-	curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v t="$(date +%s.%N)" -v db="$(db_cpu)" '
+	local speed
+	speed=$(tail -n 5 "$WORK/speed.txt" | awk '{s += $2; n++} END {printf "%.1f", n ? s / n : 0}')
+	curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v t="$(date +%s.%N)" -v db="$(db_cpu)" -v speed="$speed" '
 		/^gatekeeper_admission_capacity_seconds / {c = $2}
 		/^gatekeeper_units_total\{/ {u += $2}
 		/^gatekeeper_admission_running / {r = $2}
@@ -255,7 +268,7 @@ sample() {
 		/^gatekeeper_admission_capacity_alone_seconds / {l = $2}
 		/^gatekeeper_admission_capacity_size_floor_seconds / {f = $2}
 		/^gatekeeper_admission_capacity_max_running / {m = $2}
-		END {printf "%.3f,%s,%d,%d,%d,%s,%.3f,%s,%d,%d,%.6f,%.6f,%d\n", t, c, u, r, q, d, s, db, x, k, l, f, m}'
+		END {printf "%.3f,%s,%d,%d,%d,%s,%.3f,%s,%d,%d,%.6f,%.6f,%d,%s\n", t, c, u, r, q, d, s, db, x, k, l, f, m, speed}'
 }
 
 # load SECONDS runs the bookstore's clients through the proxy; sets LOAD_PID.
@@ -268,7 +281,7 @@ load() {
 
 mkdir -p "$OUT"
 TRACE=$OUT/trace.csv
-echo "second,state,capacity_s,units,running,queued,decision,stretch,db_cpu_s,refused,checks,alone_s,size_floor_s,max_running,policy,round" >"$TRACE"
+echo "second,state,capacity_s,units,running,queued,decision,stretch,db_cpu_s,refused,checks,alone_s,size_floor_s,max_running,cpu_speed,policy,round" >"$TRACE"
 CLASSES=$OUT/classes.csv
 echo "second,class,completed,mean_ms,policy,round" >"$CLASSES"
 read -r -a CAPS <<<"${CAPACITIES//,/ }"

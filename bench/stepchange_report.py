@@ -43,12 +43,16 @@ def measure(rows, phase, p):
     def rate(col, cast):
         return (cast(rows[b][col]) - cast(rows[h][col])) / span
 
+    # The primary's processor speed over the same seconds (cpuspeed's loop; 0: not read).
+    speeds = [float(r.get("cpu_speed") or 0) for r in rows[h:b + 1]]
+    speeds = [v for v in speeds if v > 0]
     return {
         "rate": rate("units", int),
         "cap": med,
         "settled": settled,
         "busy": rate("db_cpu_s", float),
         "refused": rate("refused", int),
+        "speed": statistics.mean(speeds) if speeds else 0,
     }
 
 
@@ -139,8 +143,46 @@ def main():
             spread = f" ({min(rates):.0f}-{max(rates):.0f})" if len(rates) > 1 else ""
             cells.append(f"{statistics.median(rates):.0f}{spread}")
         print(f"| {name} | " + " | ".join(cells) + " |")
+    speed_table(got, statics, rounds)
     if len(sys.argv) > 3:
         short_table(short_means(sys.argv[3], phase), statics, rounds, best_of)
+
+
+def speed_table(got, statics, rounds):
+    """Prints each phase's throughput at the benchmark's median processor speed: a run's
+    units/s times that speed over the speed its primary's processor had over the same
+    seconds. Nothing when the trace has no speeds."""
+    every = [f["speed"] for runs in got.values() for f in runs.values()]
+    if not every or min(every) <= 0:
+        return
+    ref = statistics.median(every)
+    norm = {k: {r: f["rate"] * ref / f["speed"] for r, f in runs.items()} for k, runs in got.items()}
+
+    def med(policy, name):
+        return statistics.median(norm[(policy, name)].values())
+
+    def spread(values):
+        """The ratio of the highest to the lowest."""
+        return max(values) / min(values) if min(values) > 0 else float("inf")
+
+    print()
+    print(f"The same at the benchmark's median processor speed ({ref:.0f} iterations of cpuspeed's loop a"
+          " microsecond): each run's units/s times that speed over the speed the primary's processor had over"
+          " the same seconds. The last column is the widest spread, highest over lowest, of one static"
+          " capacity's rounds in the phase, as measured and at the median speed.")
+    print()
+    print("| phase | auto units/s | best static | its units/s | auto / best | within rounds | the primary's speed, auto / best | static spread, measured / at the median speed |")
+    print("|---|---:|---|---:|---:|---|---|---:|")
+    for _, name in PHASES:
+        best = max(statics, key=lambda c: med(c, name))
+        auto = norm[("auto", name)]
+        within = ", ".join(f"{auto[r] / norm[(best, name)][r]:.2f}" if r in norm[(best, name)] else "—" for r in rounds)
+        sp = lambda policy: statistics.median(f["speed"] for f in got[(policy, name)].values())
+        raw = max(spread([f["rate"] for f in got[(c, name)].values()]) for c in statics)
+        at = max(spread(list(norm[(c, name)].values())) for c in statics)
+        print(f"| {name} | {med('auto', name):.1f} ({', '.join(f'{auto[r]:.0f}' for r in rounds)}) | {best} "
+              f"| {med(best, name):.1f} | **{med('auto', name) / med(best, name):.2f}** | {within} "
+              f"| {sp('auto'):.0f} / {sp(best):.0f} | {raw:.2f} / {at:.2f} |")
 
 
 def short_table(short, statics, rounds, best_of):
