@@ -219,6 +219,16 @@ const (
 	// sizeBuckets bound the histogram of the costs completed, in steps of 2^(1/4) (19%)
 	// from a microsecond.
 	sizeBuckets = 128
+	// The size floor gives way for sizeGiveWay windows when the units ran past the
+	// target at it (the stretch over the dead band): the database runs several of the
+	// units the floor makes room for at once, past its knee, not one at a time with its
+	// processors part idle, which is what the floor is for; twice as long each time in a
+	// row, up to sizeGiveWay<<restoreDoublings. At half the processor the floor held the
+	// capacity at 145-212 ms with the stretch at 3.5, and the bookstore did 0.76 of a static
+	// 25 ms's work: the stretch could not take it down, nor could the probes, which do not
+	// go under the floor. While it gives way the stretch and the probes move the capacity,
+	// and a descent that costs work is restored as any other.
+	sizeGiveWay = restoreWindows
 )
 
 // Decision is what the adaptive capacity did at the end of a window.
@@ -277,7 +287,7 @@ type AutoState struct {
 	Gain float64
 	// SizeFloor is the least capacity the sizes of the units doing most of the work allow
 	// (see sizeRoom: the median of the last three windows'; 0 before two windows had
-	// enough units to tell).
+	// enough units to tell, and while it gives way: see sizeGiveWay).
 	SizeFloor time.Duration
 	// Parallelism is the units the database runs at once for each unit of stretch, and
 	// MaxRunning the most units let run at once by it (see countRoom; 0 before windows
@@ -327,6 +337,9 @@ type tuner struct {
 	sizedSum  time.Duration
 	floors    [3]time.Duration
 	sizeFloor time.Duration
+	// sizeOff counts the windows left while the size floor gives way, and sizeFails the
+	// times in a row it did (see sizeGiveWay).
+	sizeOff, sizeFails int
 	// area is the running units integrated over the window (unit-seconds, in ns), from
 	// areaAt on, outside solo checks, loadArea their estimated costs (in ns²), and
 	// cappedArea the time in it during which units waited while the bound on units running
@@ -554,6 +567,14 @@ func (u *tuner) sized(shape uint64, cost time.Duration) {
 	u.sizedSum += cost
 }
 
+// sizeHeld is the size floor that holds the capacity: none while it gives way.
+func (u *tuner) sizeHeld() time.Duration {
+	if u.sizeOff > 0 {
+		return 0
+	}
+	return u.sizeFloor
+}
+
 // sizeMedian is the weighted median of the window's sized costs: units of that size or
 // larger did at least half of the work (0: none).
 func (u *tuner) sizeMedian() time.Duration {
@@ -663,13 +684,13 @@ func (c *Controller) adapt(now time.Time) {
 		gain = rate / u.prevRate
 	}
 	u.state.Stretch, u.state.Gain, u.state.Target = stretch, gain, a.Stretch
+	ranAt := u.sizeHeld() // the size floor that held through the window
 	if u.completed >= minTuneSamples && u.sizedSum > 0 {
 		// The median of the last three, so none until two windows told it, then the
 		// lesser of those two.
 		u.floors = [3]time.Duration{min(sizeRoom*u.sizeMedian(), a.Max), u.floors[0], u.floors[1]}
 		u.sizeFloor = time.Duration(median3(float64(u.floors[0]), float64(u.floors[1]), float64(u.floors[2])))
 	}
-	u.state.SizeFloor = u.sizeFloor
 	if n >= minTuneSamples && queued && conc >= 2 && stretch > 0 {
 		u.parallelism(conc/stretch, a)
 	}
@@ -699,6 +720,21 @@ func (c *Controller) adapt(now time.Time) {
 		capacity = max(held, a.Min)
 		u.release()
 	}
+	if u.sizeOff > 0 {
+		u.sizeOff--
+	}
+	if u.warm && n >= minTuneSamples && queued && ranAt > 0 && capacity >= ranAt && float64(capacity) <= deadBand*float64(ranAt) {
+		// The window ran at the size floor: the floor gives way when the units ran past
+		// the target there (see sizeGiveWay).
+		if level > deadBand*a.Stretch {
+			u.sizeOff = sizeGiveWay << min(u.sizeFails, restoreDoublings)
+			u.sizeFails++
+		} else if stretch <= deadBand*a.Stretch {
+			u.sizeFails = 0 // this window's units too, not only the level, which lags
+		}
+	}
+	floor := u.sizeHeld()
+	u.state.SizeFloor = floor
 	next, d := capacity, DecisionHold
 	climb := false     // the stretch, or units run one at a time, moved it up
 	byStretch := false // a settled move by the stretch (see settledGain)
@@ -763,7 +799,7 @@ func (c *Controller) adapt(now time.Time) {
 			u.warm = u.warm || bound // reached the target
 		}
 	}
-	if lo := max(a.Min, u.sizeFloor); next < lo {
+	if lo := max(a.Min, floor); next < lo {
 		// Not under the units' size (see sizeRoom): up to it, when the capacity is under.
 		if next = min(lo, a.Max); next > capacity {
 			d = DecisionUp
@@ -778,7 +814,7 @@ func (c *Controller) adapt(now time.Time) {
 	next, d = u.judgeClimb(capacity, next, d, climb, rate, work, level, a)
 	next, d = u.probe(capacity, next, d, bound, rate, work, level, a)
 	next, d = u.judgeDescent(capacity, next, d, rate, work, stretch, level, a)
-	next = min(max(next, a.Min, u.sizeFloor), a.Max)
+	next = min(max(next, a.Min, floor), a.Max)
 	if next == capacity && (d == DecisionUp || d == DecisionDown || d == DecisionProbe) {
 		d = DecisionHold // at a bound
 	}
@@ -868,7 +904,7 @@ func (u *tuner) nearBar(a AutoConfig) float64 {
 // costs completed a second.
 func (u *tuner) probe(capacity, next time.Duration, d Decision, bound bool, rate, work, level float64, a AutoConfig) (time.Duration, Decision) {
 	lower := stepDown(capacity)
-	if d != DecisionHold || !bound || !u.warm || u.descending || u.floorLeft > 0 || lower < max(a.Min, u.sizeFloor) {
+	if d != DecisionHold || !bound || !u.warm || u.descending || u.floorLeft > 0 || lower < max(a.Min, u.sizeHeld()) {
 		u.calm = calmRun{}
 		return next, d
 	}

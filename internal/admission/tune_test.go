@@ -958,42 +958,71 @@ func TestAutoCapacityOverloadDescentDoesNotWait(t *testing.T) {
 }
 
 // TestAutoCapacityNotUnderTheUnitsSize: where heavy units do most of the work, the capacity
-// stays at twice their size however long the units run (each would otherwise wait for the
-// database to drain, and everything behind it too), from the second window that tells it;
+// stays at twice their size while the units run about as long as the target asks (each would
+// otherwise wait for the database to drain, and everything behind it too), from the second
+// window that tells it, and no probe goes under it. Where the units run past the target at
+// the floor, it gives way for sizeGiveWay windows, twice as long the next time in a row;
 // once the work moves to light units the floor goes with it.
 func TestAutoCapacityNotUnderTheUnitsSize(t *testing.T) {
 	clock, ctl := settledAt(30 * time.Millisecond)
 	u := &ctl.tune
 	// window runs one of 2 s in which light units charged 1 ms and heavy ones charged
-	// 40 ms completed, all running 4 times as long as alone, while others waited.
-	window := func(light, heavy int) Decision {
+	// 40 ms completed, all running stretch times as long as alone, while others waited.
+	window := func(light, heavy int, stretch float64) Decision {
+		busy := time.Duration(stretch * float64(10*time.Millisecond))
 		for range light {
 			u.sized(2, time.Millisecond)
 		}
 		for range heavy {
 			u.sized(2, 40*time.Millisecond)
-			u.complete(1, 40*time.Millisecond, 40*time.Millisecond, false)
+			u.complete(1, 40*time.Millisecond, busy, false)
 		}
-		return endWindow(clock, ctl, 2*time.Second, 4, light, time.Millisecond, 40*time.Millisecond, true)
+		return endWindow(clock, ctl, 2*time.Second, 4, light, time.Millisecond, busy, true)
 	}
-	window(100, 10)
+	window(100, 10, 2.5)
 	require.Zero(t, u.state.SizeFloor, "one window tells no floor")
 	require.Equal(t, 30*time.Millisecond, ctl.Snapshot().Capacity)
-	require.Equal(t, DecisionUp, window(100, 10), "under the floor: up to it")
+	require.Equal(t, DecisionUp, window(100, 10, 2.5), "under the floor: up to it")
 	floor := ctl.Snapshot().Capacity
 	require.InDelta(t, 80*time.Millisecond, floor, float64(10*time.Millisecond))
 	require.Equal(t, floor, u.state.SizeFloor)
 	for range 10 {
-		window(100, 10) // the stretch, at 4, asks for less
+		window(100, 10, 2.5) // at the target: it holds, and the probes stop at the floor
 		require.Equal(t, floor, ctl.Snapshot().Capacity)
 	}
-	// The heavy units now do a tenth of the work: the floor falls to the light ones' size
-	// and the stretch takes the capacity down past where it held.
-	for range 10 {
-		window(3600, 10)
+
+	// Past the target at the floor (the level, a median of three, after two windows): it
+	// gives way, and the stretch takes the capacity under it.
+	window(100, 10, 4)
+	require.Equal(t, floor, ctl.Snapshot().Capacity)
+	require.Equal(t, DecisionDown, window(100, 10, 4))
+	require.Zero(t, u.state.SizeFloor, "the floor gives way")
+	for range 4 {
+		window(100, 10, 4)
+	}
+	// Back at the target under the floor (two windows for the level): it holds there
+	// until the floor is back (no probe within the test's windows).
+	u.probeFails = probeDoublings
+	window(100, 10, 2.5)
+	window(100, 10, 2.5)
+	under := ctl.Snapshot().Capacity
+	require.Less(t, under, floor)
+	for range sizeGiveWay - 7 {
+		window(100, 10, 2.5)
+		require.Equal(t, under, ctl.Snapshot().Capacity)
+	}
+	require.Equal(t, DecisionUp, window(100, 10, 2.5), "the floor is back")
+	require.Equal(t, floor, ctl.Snapshot().Capacity)
+	window(100, 10, 4)
+	window(100, 10, 4)
+	require.Equal(t, 2*sizeGiveWay, u.sizeOff, "twice as long the second time")
+
+	// The heavy units now do a tenth of the work: the floor falls to the light ones' size.
+	u.sizeOff = 0
+	for range 3 {
+		window(3600, 10, 2.5)
 	}
 	require.InDelta(t, 2*time.Millisecond, u.state.SizeFloor, float64(time.Millisecond))
-	require.Less(t, ctl.Snapshot().Capacity, floor)
 }
 
 // TestAutoCapacityBoundsTheUnitsRunning: windows in which 8 units ran at once, 2.5 times as
