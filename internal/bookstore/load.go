@@ -3,15 +3,24 @@ package bookstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // loadWorkers is the number of connections that insert at once while loading.
 const loadWorkers = 4
+
+// loadRetries is how many times a worker runs again an INSERT that the server rolled back
+// as a deadlock (1213) or a lock wait timeout (1205): the workers insert into the same
+// tables at once, and InnoDB, which rolls the whole statement back, once in some dozens of
+// loads chose one of them as a deadlock's victim and failed the load.
+const loadRetries = 5
 
 // Load creates the bookstore's tables in db's current database, dropping them first if
 // they exist, and loads the data of scale (zero fields take DefaultScale's values). It
@@ -123,11 +132,23 @@ func insertWorker(ctx context.Context, db *sql.DB, stmts <-chan []byte) error {
 			if !ok {
 				return nil
 			}
-			if _, err := conn.ExecContext(ctx, string(b)); err != nil {
+			if err := execRetrying(ctx, conn, string(b)); err != nil {
 				return fmt.Errorf("%s: %w", firstWords(b), err)
 			}
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		}
+	}
+}
+
+// execRetrying executes stmt on conn, again up to loadRetries times while the server rolls
+// it back as a deadlock's victim or after a lock wait timeout.
+func execRetrying(ctx context.Context, conn *sql.Conn, stmt string) error {
+	for try := 0; ; try++ {
+		_, err := conn.ExecContext(ctx, stmt)
+		var me *mysql.MySQLError
+		if err == nil || try == loadRetries || !errors.As(err, &me) || me.Number != 1213 && me.Number != 1205 {
+			return err
 		}
 	}
 }
