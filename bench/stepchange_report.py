@@ -10,6 +10,7 @@ each class in each second of the same runs. Prints the markdown that goes into t
 README.
 """
 import csv
+import math
 import statistics
 import sys
 
@@ -149,40 +150,47 @@ def main():
 
 
 def speed_table(got, statics, rounds):
-    """Prints each phase's throughput at the benchmark's median processor speed: a run's
-    units/s times that speed over the speed its primary's processor had over the same
-    seconds. Nothing when the trace has no speeds."""
+    """Prints each phase's throughput at one processor speed. On a shared VM the primary's
+    throughput moves with its processor's speed, and far more than in proportion (a fixed
+    loop's speed stands for the contention of other tenants, which slows the database's
+    memory-bound work more than the loop's arithmetic): within each phase, log units/s is
+    fitted as a level of its own for each policy plus a slope, common to all, times log
+    speed, over every run (least squares within the policies), and each policy's level is
+    read at the benchmark's median speed. Nothing when the trace has no speeds."""
     every = [f["speed"] for runs in got.values() for f in runs.values()]
     if not every or min(every) <= 0:
         return
-    ref = statistics.median(every)
-    norm = {k: {r: f["rate"] * ref / f["speed"] for r, f in runs.items()} for k, runs in got.items()}
-
-    def med(policy, name):
-        return statistics.median(norm[(policy, name)].values())
-
-    def spread(values):
-        """The ratio of the highest to the lowest."""
-        return max(values) / min(values) if min(values) > 0 else float("inf")
-
+    ref = math.log(statistics.median(every))
     print()
-    print(f"The same at the benchmark's median processor speed ({ref:.0f} iterations of cpuspeed's loop a"
-          " microsecond): each run's units/s times that speed over the speed the primary's processor had over"
-          " the same seconds. The last column is the widest spread, highest over lowest, of one static"
-          " capacity's rounds in the phase, as measured and at the median speed.")
+    print("The same at one processor speed: log units/s fitted, within each phase, as each policy's own level plus"
+          " a slope common to all times the log of the speed cpuspeed read over the same seconds; the levels are"
+          f" read at the benchmark's median speed ({math.exp(ref):.0f} iterations of cpuspeed's loop a microsecond)."
+          " The slope is how many times faster than the loop the throughput moved (1: in proportion). The spread is"
+          " the standard deviation of a run's log units/s about its policy's mean, as measured and at one speed.")
     print()
-    print("| phase | auto units/s | best static | its units/s | auto / best | within rounds | the primary's speed, auto / best | static spread, measured / at the median speed |")
-    print("|---|---:|---|---:|---:|---|---|---:|")
+    print("| phase | slope | spread, measured / at one speed | auto units/s | best static | its units/s | auto / best | each round, at one speed |")
+    print("|---|---:|---:|---:|---|---:|---:|---|")
     for _, name in PHASES:
-        best = max(statics, key=lambda c: med(c, name))
-        auto = norm[("auto", name)]
-        within = ", ".join(f"{auto[r] / norm[(best, name)][r]:.2f}" if r in norm[(best, name)] else "—" for r in rounds)
-        sp = lambda policy: statistics.median(f["speed"] for f in got[(policy, name)].values())
-        raw = max(spread([f["rate"] for f in got[(c, name)].values()]) for c in statics)
-        at = max(spread(list(norm[(c, name)].values())) for c in statics)
-        print(f"| {name} | {med('auto', name):.1f} ({', '.join(f'{auto[r]:.0f}' for r in rounds)}) | {best} "
-              f"| {med(best, name):.1f} | **{med('auto', name) / med(best, name):.2f}** | {within} "
-              f"| {sp('auto'):.0f} / {sp(best):.0f} | {raw:.2f} / {at:.2f} |")
+        pts = {p: [(math.log(f["speed"]), math.log(f["rate"]), r) for r, f in got[(p, name)].items() if f["rate"] > 0]
+               for p in ["auto"] + statics}
+        pts = {p: v for p, v in pts.items() if v}
+        means = {p: (statistics.mean(x for x, _, _ in v), statistics.mean(y for _, y, _ in v)) for p, v in pts.items()}
+        num = sum((x - means[p][0]) * (y - means[p][1]) for p, v in pts.items() for x, y, _ in v)
+        den = sum((x - means[p][0]) ** 2 for p, v in pts.items() for x, _, _ in v)
+        n = sum(len(v) for v in pts.values())
+        if den <= 0 or n <= len(pts) + 1 or "auto" not in pts:
+            continue
+        slope = num / den
+        raw = math.sqrt(sum((y - means[p][1]) ** 2 for p, v in pts.items() for _, y, _ in v) / (n - len(pts)))
+        fit = math.sqrt(sum((y - means[p][1] - slope * (x - means[p][0])) ** 2
+                            for p, v in pts.items() for x, y, _ in v) / (n - len(pts) - 1))
+        at = {p: math.exp(my + slope * (ref - mx)) for p, (mx, my) in means.items()}
+        best = max((p for p in pts if p != "auto"), key=lambda p: at[p])
+        one = {p: {r: math.exp(y + slope * (ref - x)) for x, y, r in v} for p, v in pts.items()}
+        each = ", ".join(f"{one['auto'][r] / one[best][r]:.2f}" if r in one[best] and r in one["auto"] else "—"
+                         for r in rounds)
+        print(f"| {name} | {slope:.1f} | {raw:.2f} / {fit:.2f} | {at['auto']:.1f} | {best} | {at[best]:.1f} "
+              f"| **{at['auto'] / at[best]:.2f}** | {each} |")
 
 
 def short_table(short, statics, rounds, best_of):
