@@ -3,8 +3,8 @@
 # capacity follow, and how close does it stay to the best static capacity of each state?
 #
 #   bench/stepchange.sh [--clients N] [--phase D] [--capacities LIST] [--full CPUS]
-#                       [--interval D] [--rounds N] [--db-cpus LIST --client-cpus LIST]
-#                       [--loss quota|hog] [--out DIR]
+#                       [--interval D] [--rounds N] [--first-round N]
+#                       [--db-cpus LIST --client-cpus LIST] [--loss quota|hog] [--out DIR]
 #
 # The primary's server process runs in a cgroup of its own whose processor quota is --full
 # processors (default 1) or half of that (--loss quota, the default). With --loss hog (which
@@ -21,7 +21,10 @@
 # used. A round runs the schedule with admission.capacity auto (--interval:
 # admission.capacity_interval, default 2s) and with each static capacity of --capacities
 # (default 25ms,50ms,100ms,200ms), every other round in the reverse order, so that a drift
-# of the machine's speed favours neither end; --rounds rounds (default 1).
+# of the machine's speed favours neither end; --rounds rounds (default 1). --first-round N
+# numbers them from N on (default 1) and adds them to the trace already in --out, so that
+# a run can be continued with more rounds and the report covers them all; the alternation
+# goes by the round's number.
 # Every capacity, adaptive or static, runs the same schedule, and each phase is compared
 # over the same seconds of it: the bookstore's throughput at a fixed capacity changes with
 # the time since its clients started (at 50 ms, by half between the first full phase and
@@ -46,7 +49,8 @@
 # 2-processor VM the throughput moved some four times as fast as the loop's speed, and the
 # fit took the spread of one capacity's rounds from 0.27 to 0.09 (standard deviation of
 # log units/s).
-# Writes bench/results/stepchange/ (README.md, trace.csv, classes.csv).
+# Writes bench/results/stepchange/ (README.md, trace.csv, classes.csv, and the charts of
+# bench/cmd/stepplot: capacity.png and throughput.png).
 #
 # Needs root and the cgroup cpu controller (v1 /sys/fs/cgroup/cpu, or v2 with cpu enabled).
 # Uses the backends of GK_PRIMARY when they run on this machine, else starts its own on
@@ -58,7 +62,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CLIENTS=200 PHASE=60s CAPACITIES=25ms,50ms,100ms,200ms FULL=1
+CLIENTS=200 PHASE=60s CAPACITIES=25ms,50ms,100ms,200ms FULL=1 FIRST=1
 OUT=bench/results/stepchange INTERVAL=2s ROUNDS=1 DB_CPUS= CLIENT_CPUS= LOSS=quota
 ARGS="bench/stepchange.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 usage() {
@@ -76,6 +80,7 @@ while [ $# -gt 0 ]; do
 	--full) FULL=$2 ;;
 	--interval) INTERVAL=$2 ;;
 	--rounds) ROUNDS=$2 ;;
+	--first-round) FIRST=$2 ;;
 	--db-cpus) DB_CPUS=$2 ;;
 	--client-cpus) CLIENT_CPUS=$2 ;;
 	--loss) LOSS=$2 ;;
@@ -94,6 +99,7 @@ PHASE_S=$(seconds "$PHASE")
 [[ $CAPACITIES =~ ^[0-9]+(ms|s)(,[0-9]+(ms|s))*$ ]] ||
 	fail "--capacities takes static capacities to compare with, as in 25ms,50ms,100ms, not '$CAPACITIES'"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || fail "--rounds takes a positive whole number, not '$ROUNDS'"
+[[ $FIRST =~ ^[1-9][0-9]*$ ]] || fail "--first-round takes a positive whole number, not '$FIRST'"
 [[ $FULL =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "--full takes a number of processors, as in 1 or 1.5, not '$FULL'"
 if [ -n "$DB_CPUS$CLIENT_CPUS" ] && { [ -z "$DB_CPUS" ] || [ -z "$CLIENT_CPUS" ]; }; then
 	fail "--db-cpus and --client-cpus go together, as in --db-cpus 0 --client-cpus 1"
@@ -284,17 +290,22 @@ load() {
 }
 
 mkdir -p "$OUT"
-TRACE=$OUT/trace.csv
-echo "second,state,capacity_s,units,running,queued,decision,stretch,db_cpu_s,refused,checks,alone_s,size_floor_s,max_running,cpu_speed,policy,round" >"$TRACE"
-CLASSES=$OUT/classes.csv
-echo "second,class,completed,mean_ms,policy,round" >"$CLASSES"
+TRACE=$OUT/trace.csv CLASSES=$OUT/classes.csv
+TRACE_HEAD=second,state,capacity_s,units,running,queued,decision,stretch,db_cpu_s,refused,checks,alone_s,size_floor_s,max_running,cpu_speed,policy,round
+if [ "$FIRST" -eq 1 ]; then
+	echo "$TRACE_HEAD" >"$TRACE"
+	echo "second,class,completed,mean_ms,policy,round" >"$CLASSES"
+elif [ "$(head -1 "$TRACE" 2>/dev/null)" != "$TRACE_HEAD" ] || [ ! -s "$CLASSES" ]; then
+	fail "--first-round $FIRST continues a run, but $OUT has no trace.csv and classes.csv of this script to add to"
+fi
+LAST=$((FIRST + ROUNDS - 1))
 read -r -a CAPS <<<"${CAPACITIES//,/ }"
 
 # schedule POLICY ROUND: one run of the schedule, warm-up, full, half, full again, on a
 # fresh proxy with capacity POLICY (auto or a static one), sampled every second.
 schedule() {
 	local policy=$1 round=$2 s state t0 c u rest
-	echo "bench/stepchange.sh: $policy (round $round of $ROUNDS), ${PHASE} warm-up then full, half, full" >&2
+	echo "bench/stepchange.sh: $policy (round $round of $FIRST-$LAST), ${PHASE} warm-up then full, half, full" >&2
 	db_state full
 	load_bookstore
 	start_proxy "$policy"
@@ -322,7 +333,7 @@ schedule() {
 	rm -f "$WORK/seconds.csv"
 }
 
-for round in $(seq 1 "$ROUNDS"); do
+for round in $(seq "$FIRST" "$LAST"); do
 	order=(auto "${CAPS[@]}")
 	if [ $((round % 2)) -eq 0 ]; then
 		order=()
@@ -358,10 +369,17 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "[classes.csv](classes.csv)."
 	echo
 	echo "Command: \`$ARGS\`"
+	[ "$FIRST" -eq 1 ] || echo "(rounds $FIRST-$LAST; the rounds before them came from an earlier run into the same directory)"
 	echo
 	echo "Machine: $(nproc) processors ($MODEL), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr);"
 	echo "date $(date -u '+%Y-%m-%d %H:%M UTC'); commit $(git describe --always --dirty 2>/dev/null || echo unknown);"
 	echo "gatekeeper $("$GATEKEEPER" version | awk '{print $2}'); database $(sql 'SELECT VERSION()'); $(go version | awk '{print $3}')."
+	echo
+	echo "![capacity](capacity.png)"
+	echo "![throughput](throughput.png)"
 } >"$OUT/README.md"
+# The charts of the trace: the adaptive capacity of each round, and each policy's throughput.
+go run ./bench/cmd/stepplot -trace "$OUT/trace.csv" -phase "$PHASE_S" ||
+	echo "bench/stepchange.sh: no charts drawn (bench/cmd/stepplot failed); the README and the trace are written" >&2
 echo "bench/stepchange.sh: wrote $OUT/README.md" >&2
 cat "$OUT/README.md"
