@@ -7,7 +7,8 @@
 # every statement waits for them; the routes show that cost and what removes it.
 #
 #   bench/saturation.sh [--rounds N] [--capacity D] [--routes LIST] [--duration D] [--warmup D]
-#                       [--rows N] [--scan-clients N] [--short-clients N] [--nice N] [--out DIR]
+#                       [--rows N] [--scan-clients N] [--short-clients N] [--nice N]
+#                       [--layout flat|services] [--out DIR]
 #
 # Routes (comma or space separated; default all), taking turns in reverse order every other
 # round, each proxy started afresh for its run:
@@ -15,10 +16,20 @@
 #   admission-off       gatekeeper with admission.enabled false (a relay that still measures)
 #   admission-off-nice  the same under nice -n --nice (default -10), standing in for the
 #                       systemd unit's Nice= and CPUWeight=; needs root, skipped otherwise
+#   admission-off-unit  with --layout services: the same in a cgroup of the weight of
+#                       deploy/gatekeeper.service's CPUWeight= and at its Nice=
 #   admission           admission.enabled true with a static admission.capacity (--capacity,
 #                       default 500ms)
 #   admission-auto      admission.capacity auto; run only when the binary accepts it
 #                       (gatekeeper check-config), else reported as not supported by this build
+# --layout services puts the primary, the load generator and each proxy in a cgroup of its own,
+# as systemd puts each service in one: the primary and the load generator at the default
+# weight (CPUWeight=100), a proxy at that weight too under admission-off, and as
+# deploy/gatekeeper.service has it (its CPUWeight= and Nice=) under every other route. It needs
+# root and the cgroup cpu controller (v1 /sys/fs/cgroup/cpu, or v2 with cpu enabled), and
+# leaves admission-off-nice out (nice orders threads within a cgroup, and the proxy is alone
+# in its own). --layout flat (the default) runs them all in the cgroup the script runs in,
+# and leaves admission-off-unit out.
 # Defaults: 2 rounds, each run 20s measured after 5s of warm-up (from the last client
 # connected), a table of 200000 rows (a scan alone takes tens of ms), 128 scan and 4 short
 # clients; writes bench/results/saturation/ (README.md and results.csv, a line a run).
@@ -30,9 +41,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_ROUTES="direct admission-off admission-off-nice admission admission-auto"
+ALL_ROUTES="direct admission-off admission-off-nice admission-off-unit admission admission-auto"
 ROUTES=$ALL_ROUTES ROUNDS=2 CAPACITY=500ms DURATION=20s WARMUP=5s ROWS=200000
-SCAN_CLIENTS=128 SHORT_CLIENTS=4 NICE=-10 OUT=bench/results/saturation
+SCAN_CLIENTS=128 SHORT_CLIENTS=4 NICE=-10 OUT=bench/results/saturation LAYOUT=flat
 ARGS="bench/saturation.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 [ -n "${GATEKEEPER:-}" ] && ARGS="GATEKEEPER=$(printf '%q' "$GATEKEEPER") $ARGS"
 usage() {
@@ -53,6 +64,7 @@ while [ $# -gt 0 ]; do
 	--scan-clients) SCAN_CLIENTS=$2 ;;
 	--short-clients) SHORT_CLIENTS=$2 ;;
 	--nice) NICE=$2 ;;
+	--layout) LAYOUT=$2 ;;
 	--out) OUT=$2 ;;
 	*) usage 2 >&2 ;;
 	esac
@@ -62,6 +74,12 @@ for n in "$ROUNDS" "$ROWS" "$SCAN_CLIENTS" "$SHORT_CLIENTS"; do
 	[[ $n =~ ^[1-9][0-9]*$ ]] || fail "--rounds, --rows, --scan-clients and --short-clients take positive whole numbers, not '$n'"
 done
 [[ $NICE =~ ^-?[0-9]+$ ]] || fail "--nice takes a nice level such as -10, not '$NICE'"
+[[ $LAYOUT == flat || $LAYOUT == services ]] || fail "--layout takes flat or services, not '$LAYOUT'"
+# The unit's weight and nice level, for --layout services.
+UNIT=deploy/gatekeeper.service
+UNIT_WEIGHT=$(awk -F= '$1 == "CPUWeight" {print $2}' "$UNIT")
+UNIT_NICE=$(awk -F= '$1 == "Nice" {print $2}' "$UNIT")
+[[ $UNIT_WEIGHT =~ ^[0-9]+$ && $UNIT_NICE =~ ^-?[0-9]+$ ]] || fail "$UNIT has no CPUWeight= or Nice= to run the proxy at"
 wanted=
 for r in ${ROUTES//,/ }; do
 	[[ " $ALL_ROUTES " == *" $r "* ]] || fail "unknown route '$r'; the routes are: $ALL_ROUTES"
@@ -92,8 +110,11 @@ sql() { mariadb --no-defaults -h"${GK_PRIMARY%:*}" -P"$PRIMARY_PORT" -u"$GK_USER
 
 # Routes that cannot run here are left out, with the reason in the report.
 declare -A SKIPPED=()
-if [[ " $ROUTES " == *" admission-off-nice "* ]] && [ "$(id -u)" -ne 0 ]; then
-	SKIPPED[admission-off-nice]="needs root to run at nice $NICE; not run"
+if [ "$LAYOUT" = services ]; then
+	SKIPPED[admission-off-nice]="not with --layout services: nice orders threads within a cgroup, and the proxy is alone in its own"
+else
+	SKIPPED[admission-off-unit]="needs --layout services: the unit's CPUWeight= weighs a cgroup against the database's"
+	[ "$(id -u)" -eq 0 ] || SKIPPED[admission-off-nice]="needs root to run at nice $NICE; not run"
 fi
 if [[ " $ROUTES " == *" admission-auto "* ]]; then
 	printf 'admission:\n  enabled: true\n  capacity: auto\n' >"$WORK/auto.yaml"
@@ -109,6 +130,36 @@ for r in "${!SKIPPED[@]}"; do echo "bench/saturation.sh: $r: ${SKIPPED[$r]}" >&2
 
 go build -o "$WORK/saturation" ./bench/cmd/saturation
 GEN=("$WORK/saturation")
+# "${IN_CGROUP[@]}" DIR CMD... runs CMD in the cgroup DIR, in the same process (so that $! is
+# CMD's PID when it runs in the background).
+IN_CGROUP=(bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _)
+if [ "$LAYOUT" = services ]; then
+	[ "$(id -u)" -eq 0 ] || fail "--layout services needs root, to put the processes in cgroups"
+	DB_PID=$(cat "$(sql 'SELECT @@pid_file')" 2>/dev/null) && [ -d "/proc/$DB_PID" ] ||
+		fail "--layout services: the primary's process is not on this machine"
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || fail "the cgroup v2 cpu controller is not enabled for children of /sys/fs/cgroup"
+		CG_TOP=/sys/fs/cgroup WEIGHT_FILE=cpu.weight WEIGHT_DEFAULT=100 WEIGHT_UNIT=$UNIT_WEIGHT
+	elif [ -d /sys/fs/cgroup/cpu ]; then
+		# cgroup v1: cpu.shares, 1024 for systemd's default weight of 100.
+		CG_TOP=/sys/fs/cgroup/cpu WEIGHT_FILE=cpu.shares WEIGHT_DEFAULT=1024 WEIGHT_UNIT=$((UNIT_WEIGHT * 1024 / 100))
+	else
+		fail "--layout services: no cgroup cpu controller at /sys/fs/cgroup"
+	fi
+	CG=$CG_TOP/gk-saturation-$$
+	cgroups_undo() {
+		echo "$DB_PID" >"$CG_TOP/cgroup.procs" 2>/dev/null || true
+		bench_cleanup
+		for name in db clients proxy; do rmdir "$CG-$name" 2>/dev/null || true; done
+	}
+	trap cgroups_undo EXIT
+	for name in db clients proxy; do
+		mkdir "$CG-$name"
+		echo "$WEIGHT_DEFAULT" >"$CG-$name/$WEIGHT_FILE"
+	done
+	echo "$DB_PID" >"$CG-db/cgroup.procs"
+	GEN=("${IN_CGROUP[@]}" "$CG-clients" "$WORK/saturation")
+fi
 LOAD_ARGS=(--user "$GK_USER" --password "$GK_PASSWORD" --db "$DB")
 "${GEN[@]}" prepare --addr "$GK_PRIMARY" "${LOAD_ARGS[@]}" --rows "$ROWS"
 # What a scan costs alone: one client scanning for a few seconds, nothing else running.
@@ -133,9 +184,20 @@ start_proxy() {
 	case $1 in
 	admission-off) settings+=(GATEKEEPER_ADMISSION_ENABLED=false) ;;
 	admission-off-nice) settings+=(GATEKEEPER_ADMISSION_ENABLED=false) run=(nice -n "$NICE") ;;
+	admission-off-unit) settings+=(GATEKEEPER_ADMISSION_ENABLED=false) ;;
 	admission) settings+=(GATEKEEPER_ADMISSION_ENABLED=true GATEKEEPER_ADMISSION_CAPACITY="$CAPACITY") ;;
 	admission-auto) settings+=(GATEKEEPER_ADMISSION_ENABLED=true GATEKEEPER_ADMISSION_CAPACITY=auto) ;;
 	esac
+	if [ "$LAYOUT" = services ]; then
+		# A unit without CPUWeight= and Nice= under admission-off, the unit as shipped otherwise.
+		if [ "$1" = admission-off ]; then
+			echo "$WEIGHT_DEFAULT" >"$CG-proxy/$WEIGHT_FILE"
+		else
+			echo "$WEIGHT_UNIT" >"$CG-proxy/$WEIGHT_FILE"
+			run=(nice -n "$UNIT_NICE")
+		fi
+		run=("${IN_CGROUP[@]}" "$CG-proxy" "${run[@]}")
+	fi
 	PROXY_PORT=$(free_port)
 	"${run[@]}" env "${settings[@]}" "$GATEKEEPER" serve --primary "$GK_PRIMARY" \
 		--listen 127.0.0.1:"$PROXY_PORT" --admin-listen "" 2>"$2" &
@@ -186,6 +248,15 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "a static admission.capacity of $CAPACITY; admission-auto has admission.capacity auto. Each proxy"
 	echo "is started afresh for its run (estimates learnt in the warm-up), the routes take turns in"
 	echo "reverse order every other round, and the primary is idle before each run."
+	if [ "$LAYOUT" = services ]; then
+		echo
+		echo "Layout: services. The primary, the load generator and each proxy ran in a cgroup of their own, as"
+		echo "systemd puts each service in one: the primary and the load generator at the default weight"
+		echo "(CPUWeight=100, $WEIGHT_FILE $WEIGHT_DEFAULT), the proxy of admission-off at that weight too, as a unit"
+		echo "without \`CPUWeight=\` and \`Nice=\`, and every other proxy as $UNIT runs it:"
+		echo "\`CPUWeight=$UNIT_WEIGHT\` ($WEIGHT_FILE $WEIGHT_UNIT) and \`Nice=$UNIT_NICE\` (admission-off-unit is"
+		echo "admission-off so)."
+	fi
 	echo
 	echo "Medians over $ROUNDS rounds; short is \`SELECT 1\`, its count what the $SHORT_CLIENTS clients completed in"
 	echo "the measured period; errors are summed over the rounds (1205: refused by admission);"
