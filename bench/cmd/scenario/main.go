@@ -34,6 +34,7 @@ import (
 type options struct {
 	primary, user, password, database string
 	gatekeeper                        string
+	builds                            map[string]string // by name, for the modes that end in :NAME
 	modes                             []mode
 	clients                           []int
 	think, duration, warmup, timeout  time.Duration
@@ -89,16 +90,36 @@ func parseInts(s string) ([]int, error) {
 	return slices.Compact(out), nil
 }
 
+// parseBuilds reads --builds: NAME=PATH pairs separated by commas.
+func parseBuilds(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for pair := range strings.SplitSeq(s, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		name, path, ok := strings.Cut(pair, "=")
+		if !ok || name == "" || path == "" || strings.ContainsAny(name, ":/") {
+			return nil, fmt.Errorf("--builds: %q: give NAME=PATH, as in new=/tmp/gatekeeper", pair)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--builds: %s is named twice", name)
+		}
+		out[name] = path
+	}
+	return out, nil
+}
+
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("scenario", flag.ContinueOnError)
-	var modes, clients, replicas string
+	var modes, clients, replicas, builds string
 	fs.StringVar(&o.primary, "primary", os.Getenv("GK_PRIMARY"), "the MariaDB primary, host:port (default $GK_PRIMARY)")
 	fs.StringVar(&replicas, "replicas", os.Getenv("GK_REPLICAS"), "replicas of the primary, host:port separated by commas, for the routed-N modes (default $GK_REPLICAS)")
 	fs.StringVar(&o.user, "user", envOr("GK_USER", "gk"), "database user (default $GK_USER)")
 	fs.StringVar(&o.password, "password", envOr("GK_PASSWORD", "gk"), "its password (default $GK_PASSWORD)")
 	fs.StringVar(&o.database, "database", "bookstore", "database to load the bookstore into")
 	fs.StringVar(&o.gatekeeper, "gatekeeper", "bin/gatekeeper", "the gatekeeper binary (make build)")
+	fs.StringVar(&builds, "builds", "", "other gatekeeper binaries, as NAME=PATH separated by commas, for the modes that end in :NAME (as in sjf@auto:new), so that two builds run in the same rounds")
 	fs.StringVar(&modes, "modes", "direct,passthrough,fifo,sjf,sjf-aging-5,sjf-aging-1", "modes to compare; an admission mode may take its own capacity, as in fifo@360ms, or adapt it, as in sjf@auto")
 	fs.StringVar(&clients, "clients", "10,20,40,80", "closed-loop client counts")
 	fs.DurationVar(&o.think, "think", 100*time.Millisecond, "mean think time of a closed-loop client")
@@ -147,7 +168,13 @@ func parseFlags(args []string) (options, error) {
 			o.replicas = append(o.replicas, r)
 		}
 	}
+	if o.builds, err = parseBuilds(builds); err != nil {
+		return o, err
+	}
 	for _, m := range o.modes {
+		if _, ok := o.builds[m.Build]; m.Build != "" && !ok {
+			return o, fmt.Errorf("--modes: %s runs the build %q, which --builds does not name (as in --builds %s=/tmp/gatekeeper)", m.Name, m.Build, m.Build)
+		}
 		if m.Replicas > len(o.replicas) {
 			return o, fmt.Errorf("--modes: %s routes reads to %d replicas, and --replicas (or GK_REPLICAS) names %d", m.Name, m.Replicas, len(o.replicas))
 		}
@@ -258,7 +285,7 @@ func run(ctx context.Context, o options) error {
 			o.backendCPUs = n
 		}
 	}
-	settings := proxySettings{Binary: o.gatekeeper, Primary: o.primary, Replicas: o.replicas,
+	settings := proxySettings{Binary: o.gatekeeper, Builds: o.builds, Primary: o.primary, Replicas: o.replicas,
 		User: o.user, Password: o.password, Capacity: o.capacity,
 		QueueTimeout: o.queueTimeout, Reserve: o.reserve, Weight: o.weight, TypeKey: o.typeKey,
 		BackendCPUs: o.backendCPUs, Dir: dir}

@@ -43,6 +43,9 @@ type mode struct {
 	// transactions to the first Replicas of --replicas (0: none, every read on the primary).
 	Pooled   bool
 	Replicas int
+	// Build names the gatekeeper binary of --builds the mode runs, as in sjf@auto:new
+	// (empty: --gatekeeper's), so that two builds run in the same rounds.
+	Build string
 }
 
 // admissionModes names the admission modes parseModes knows, for its errors.
@@ -52,7 +55,8 @@ const admissionModes = "fifo, sjf, sjf-aging-X, sjf-last-call-D"
 // sjf-aging-X, sjf-last-call-D; an
 // admission mode may name its own capacity after @, as in fifo@360ms, or adapt it, as in
 // sjf@auto, towards a stretch target of its own, as in sjf@auto-2, and take the reserve
-// with +reserve at the end, as in sjf@80ms+reserve.
+// with +reserve; any proxy mode may end in :NAME to run the build of --builds called NAME,
+// as in sjf@auto:new.
 func parseModes(s string) ([]mode, error) {
 	var out []mode
 	seen := map[string]bool{}
@@ -66,6 +70,7 @@ func parseModes(s string) ([]mode, error) {
 		}
 		seen[name] = true
 		m := mode{Name: name}
+		name, m.Build, _ = strings.Cut(name, ":")
 		name, m.Reserve = strings.CutSuffix(name, "+reserve")
 		if strings.Contains(name, "+") {
 			return nil, fmt.Errorf("--modes: %s: +reserve is the only suffix and comes once, at the end, as in sjf@80ms+reserve", m.Name)
@@ -124,6 +129,9 @@ func parseModes(s string) ([]mode, error) {
 		if m.Reserve && !m.Admission {
 			return nil, fmt.Errorf("--modes: %s: only an admission mode (%s) takes the reserve", m.Name, admissionModes)
 		}
+		if m.Build != "" && !m.Proxy {
+			return nil, fmt.Errorf("--modes: %s: direct runs no gatekeeper build", m.Name)
+		}
 		out = append(out, m)
 	}
 	if len(out) == 0 {
@@ -158,6 +166,8 @@ func (r reserveSettings) yaml() string {
 // proxySettings are the proxy's settings common to every mode.
 type proxySettings struct {
 	Binary, Primary string
+	// Builds are other gatekeeper binaries by name, for the modes that name one.
+	Builds map[string]string
 	// Replicas, User and Password serve the pooled modes: the replicas they may route
 	// to, and the account the proxy reads positions with.
 	Replicas       []string
@@ -255,10 +265,14 @@ func startProxy(ctx context.Context, m mode, s proxySettings) (*proxyProcess, er
 		return nil, err
 	}
 	defer logFile.Close()
-	p.cmd = exec.Command(s.Binary, "serve", "--config", cfgPath)
+	binary := s.Binary
+	if m.Build != "" {
+		binary = s.Builds[m.Build]
+	}
+	p.cmd = exec.Command(binary, "serve", "--config", cfgPath)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", s.Binary, err)
+		return nil, fmt.Errorf("start %s: %w", binary, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -49,9 +49,32 @@ func TestParseModes(t *testing.T) {
 		"sjf@auto-1":               "a number over 1",
 		"sjf@auto2":                "a number over 1",
 		"sjf@autox":                "a number over 1",
+		"direct:new":               "runs no gatekeeper build",
 	} {
 		_, err := parseModes(in)
 		require.ErrorContains(t, err, msg, in)
+	}
+}
+
+// A mode ending in :NAME runs the build --builds names so, beside the same mode of
+// --gatekeeper's build.
+func TestBuilds(t *testing.T) {
+	ms, err := parseModes("sjf@auto,sjf@auto:new,sjf@80ms+reserve:new")
+	require.NoError(t, err)
+	require.Equal(t, "new", ms[1].Build)
+	require.True(t, ms[1].Auto)
+	require.Equal(t, mode{Name: "sjf@80ms+reserve:new", Proxy: true, Admission: true, Discipline: "sjf",
+		Capacity: 80 * time.Millisecond, Reserve: true, Build: "new"}, ms[2])
+
+	args := []string{"--primary", "127.0.0.1:1", "--modes", "sjf@auto,sjf@auto:new"}
+	_, err = parseFlags(args)
+	require.ErrorContains(t, err, `build "new"`)
+	o, err := parseFlags(append(args, "--builds", "new=/tmp/gk-new, old=/tmp/gk-old"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"new": "/tmp/gk-new", "old": "/tmp/gk-old"}, o.builds)
+	for _, bad := range []string{"new", "=/tmp/x", "new=", "a/b=/tmp/x", "new=/a,new=/b"} {
+		_, err := parseFlags(append(args, "--builds", bad))
+		require.ErrorContains(t, err, "--builds", bad)
 	}
 }
 
