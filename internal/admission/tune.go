@@ -193,11 +193,6 @@ const (
 	// processor the floor took the capacity from 0.22 to 0.81 s within 8 s, where Best
 	// Sellers units ran 5 times as long as alone, and held it there for three minutes, to
 	// 0.94 of a static 100 ms's throughput and 1.4 times its short interactions' mean.
-	// The floor is the median of the last three windows' (see floors): where heavy and
-	// light units each do about half the work, the weighted median falls on one or the
-	// other from one window to the next, and at half the processor one window's floor
-	// read 202 ms between 42 and 120, took the capacity with it, and the stretch's
-	// settled moves took 20 s to bring it back.
 	sizeRoom = 2
 	// The units running at once stay under countRoom times the target times the database's
 	// parallelism, where the stretch would read twice the target (see soloOff). The
@@ -219,16 +214,6 @@ const (
 	// sizeBuckets bound the histogram of the costs completed, in steps of 2^(1/4) (19%)
 	// from a microsecond.
 	sizeBuckets = 128
-	// The size floor gives way for sizeGiveWay windows when the units ran past the
-	// target at it (the stretch over the dead band): the database runs several of the
-	// units the floor makes room for at once, past its knee, not one at a time with its
-	// processors part idle, which is what the floor is for; twice as long each time in a
-	// row, up to sizeGiveWay<<restoreDoublings. At half the processor the floor held the
-	// capacity at 145-212 ms with the stretch at 3.5, and the bookstore did 0.76 of a static
-	// 25 ms's work: the stretch could not take it down, nor could the probes, which do not
-	// go under the floor. While it gives way the stretch and the probes move the capacity,
-	// and a descent that costs work is restored as any other.
-	sizeGiveWay = restoreWindows
 )
 
 // Decision is what the adaptive capacity did at the end of a window.
@@ -286,8 +271,7 @@ type AutoState struct {
 	// window had nothing to compare).
 	Gain float64
 	// SizeFloor is the least capacity the sizes of the units doing most of the work allow
-	// (see sizeRoom: the median of the last three windows'; 0 before two windows had
-	// enough units to tell, and while it gives way: see sizeGiveWay).
+	// (see sizeRoom; 0 before a window had enough units to tell).
 	SizeFloor time.Duration
 	// Parallelism is the units the database runs at once for each unit of stretch, and
 	// MaxRunning the most units let run at once by it (see countRoom; 0 before windows
@@ -331,15 +315,11 @@ type tuner struct {
 	costs   time.Duration
 	untimed int
 	// sizes sums the window's estimated costs completed by size (see sizeBucket), of
-	// sizedSum in all; floors are the least capacities the last three windows' sizes
-	// allowed, the last first (see sizeRoom; 0: none yet), and sizeFloor their median.
+	// sizedSum in all, and sizeFloor is the least capacity they allow (see sizeRoom; 0:
+	// none yet).
 	sizes     [sizeBuckets]time.Duration
 	sizedSum  time.Duration
-	floors    [3]time.Duration
 	sizeFloor time.Duration
-	// sizeOff counts the windows left while the size floor gives way, and sizeFails the
-	// times in a row it did (see sizeGiveWay).
-	sizeOff, sizeFails int
 	// area is the running units integrated over the window (unit-seconds, in ns), from
 	// areaAt on, outside solo checks, loadArea their estimated costs (in ns²), and
 	// cappedArea the time in it during which units waited while the bound on units running
@@ -567,14 +547,6 @@ func (u *tuner) sized(shape uint64, cost time.Duration) {
 	u.sizedSum += cost
 }
 
-// sizeHeld is the size floor that holds the capacity: none while it gives way.
-func (u *tuner) sizeHeld() time.Duration {
-	if u.sizeOff > 0 {
-		return 0
-	}
-	return u.sizeFloor
-}
-
 // sizeMedian is the weighted median of the window's sized costs: units of that size or
 // larger did at least half of the work (0: none).
 func (u *tuner) sizeMedian() time.Duration {
@@ -684,13 +656,10 @@ func (c *Controller) adapt(now time.Time) {
 		gain = rate / u.prevRate
 	}
 	u.state.Stretch, u.state.Gain, u.state.Target = stretch, gain, a.Stretch
-	ranAt := u.sizeHeld() // the size floor that held through the window
 	if u.completed >= minTuneSamples && u.sizedSum > 0 {
-		// The median of the last three, so none until two windows told it, then the
-		// lesser of those two.
-		u.floors = [3]time.Duration{min(sizeRoom*u.sizeMedian(), a.Max), u.floors[0], u.floors[1]}
-		u.sizeFloor = time.Duration(median3(float64(u.floors[0]), float64(u.floors[1]), float64(u.floors[2])))
+		u.sizeFloor = min(sizeRoom*u.sizeMedian(), a.Max)
 	}
+	u.state.SizeFloor = u.sizeFloor
 	if n >= minTuneSamples && queued && conc >= 2 && stretch > 0 {
 		u.parallelism(conc/stretch, a)
 	}
@@ -720,21 +689,6 @@ func (c *Controller) adapt(now time.Time) {
 		capacity = max(held, a.Min)
 		u.release()
 	}
-	if u.sizeOff > 0 {
-		u.sizeOff--
-	}
-	if u.warm && n >= minTuneSamples && queued && ranAt > 0 && capacity >= ranAt && float64(capacity) <= deadBand*float64(ranAt) {
-		// The window ran at the size floor: the floor gives way when the units ran past
-		// the target there (see sizeGiveWay).
-		if level > deadBand*a.Stretch {
-			u.sizeOff = sizeGiveWay << min(u.sizeFails, restoreDoublings)
-			u.sizeFails++
-		} else if stretch <= deadBand*a.Stretch {
-			u.sizeFails = 0 // this window's units too, not only the level, which lags
-		}
-	}
-	floor := u.sizeHeld()
-	u.state.SizeFloor = floor
 	next, d := capacity, DecisionHold
 	climb := false     // the stretch, or units run one at a time, moved it up
 	byStretch := false // a settled move by the stretch (see settledGain)
@@ -799,7 +753,7 @@ func (c *Controller) adapt(now time.Time) {
 			u.warm = u.warm || bound // reached the target
 		}
 	}
-	if lo := max(a.Min, floor); next < lo {
+	if lo := max(a.Min, u.sizeFloor); next < lo {
 		// Not under the units' size (see sizeRoom): up to it, when the capacity is under.
 		if next = min(lo, a.Max); next > capacity {
 			d = DecisionUp
@@ -814,7 +768,7 @@ func (c *Controller) adapt(now time.Time) {
 	next, d = u.judgeClimb(capacity, next, d, climb, rate, work, level, a)
 	next, d = u.probe(capacity, next, d, bound, rate, work, level, a)
 	next, d = u.judgeDescent(capacity, next, d, rate, work, stretch, level, a)
-	next = min(max(next, a.Min, floor), a.Max)
+	next = min(max(next, a.Min, u.sizeFloor), a.Max)
 	if next == capacity && (d == DecisionUp || d == DecisionDown || d == DecisionProbe) {
 		d = DecisionHold // at a bound
 	}
@@ -904,7 +858,7 @@ func (u *tuner) nearBar(a AutoConfig) float64 {
 // costs completed a second.
 func (u *tuner) probe(capacity, next time.Duration, d Decision, bound bool, rate, work, level float64, a AutoConfig) (time.Duration, Decision) {
 	lower := stepDown(capacity)
-	if d != DecisionHold || !bound || !u.warm || u.descending || u.floorLeft > 0 || lower < max(a.Min, u.sizeHeld()) {
+	if d != DecisionHold || !bound || !u.warm || u.descending || u.floorLeft > 0 || lower < max(a.Min, u.sizeFloor) {
 		u.calm = calmRun{}
 		return next, d
 	}
