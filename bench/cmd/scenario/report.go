@@ -362,7 +362,7 @@ func writePlots(o options, runs []runResult) error {
 // capacities names the admission capacity: the common one, or each admission mode's, a
 // calibrated one marked *.
 func capacities(o options) string {
-	if !slices.ContainsFunc(o.modes, func(m mode) bool { return m.Capacity > 0 }) {
+	if !slices.ContainsFunc(o.modes, func(m mode) bool { return m.Capacity > 0 || m.Auto }) {
 		return fmt.Sprintf("capacity %s", o.capacity)
 	}
 	var each []string
@@ -371,8 +371,8 @@ func capacities(o options) string {
 		case !m.Admission:
 		case m.Calibrated:
 			each = append(each, fmt.Sprintf("%s %s*", m.Name, m.Capacity))
-		case m.Capacity > 0:
-			each = append(each, m.Name) // fifo@360ms names its own
+		case m.Capacity > 0 || m.Auto:
+			each = append(each, m.Name) // fifo@360ms and sjf@auto name their own
 		default:
 			each = append(each, fmt.Sprintf("%s %s", m.Name, o.capacity))
 		}

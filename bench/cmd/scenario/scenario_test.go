@@ -305,6 +305,10 @@ func TestCapacitiesNameEachModes(t *testing.T) {
 			{Name: "fifo", Admission: true, Discipline: "fifo", Capacity: 31 * time.Millisecond, Calibrated: true},
 			{Name: "sjf", Admission: true, Discipline: "sjf", Capacity: 28 * time.Millisecond, Calibrated: true}}},
 			"capacity fifo 31ms*, sjf 28ms*"},
+		{options{capacity: 180 * time.Millisecond, modes: []mode{
+			{Name: "sjf@auto", Admission: true, Discipline: "sjf", Auto: true},
+			{Name: "sjf@auto:old", Admission: true, Discipline: "sjf", Auto: true, Build: "old"}, sjf}},
+			"capacity sjf@auto, sjf@auto:old, sjf 180ms"},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, capacities(tt.o))
