@@ -102,9 +102,9 @@ alive() { # the server answers on its socket
 running_pid() { # prints the PID if the process of the pid file runs
 	local f
 	f=$(pidfile "$1")
-	[ -f "$f" ] || return 1
 	local pid
-	pid=$(cat "$f")
+	# A server that is shutting down removes its pid file, between a test and a read too.
+	pid=$(cat "$f" 2>/dev/null) || return 1
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
 }
 
