@@ -19,6 +19,7 @@ import (
 	"strconv"
 
 	"github.com/gatekeeperdb/gatekeeper/bench/plot"
+	"github.com/gatekeeperdb/gatekeeper/bench/stats"
 )
 
 func main() {
@@ -139,7 +140,7 @@ func charts(runs []sample) []plot.Chart {
 			s := plot.Series{Name: t, Style: i + 1}
 			for k, v := range cpu {
 				if k.workload == w && k.target == t {
-					s.Points = append(s.Points, [2]float64{float64(k.threads), median(v)})
+					s.Points = append(s.Points, [2]float64{float64(k.threads), stats.Median(v)})
 				}
 			}
 			slices.SortFunc(s.Points, func(a, b [2]float64) int { return int(a[0] - b[0]) })
@@ -148,14 +149,4 @@ func charts(runs []sample) []plot.Chart {
 		out = append(out, c)
 	}
 	return out
-}
-
-// median of a non-empty list; the mean of the middle two when its length is even.
-func median(v []float64) float64 {
-	s := slices.Sorted(slices.Values(v))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

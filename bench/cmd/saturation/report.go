@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/stats"
 )
 
 // columns is the CSV's header; runs are read back by these names.
@@ -137,7 +139,7 @@ func writeReport(w io.Writer, runs []row) error {
 				vs = append(vs, v)
 			}
 		}
-		return median(vs)
+		return stats.Median(vs)
 	}
 	num := func(v float64, format string) string {
 		if math.IsNaN(v) {

@@ -37,17 +37,3 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	rank := int(math.Ceil(q * float64(len(sorted))))
 	return sorted[min(max(rank, 1), len(sorted))-1]
 }
-
-// median is the middle of the values, or the mean of the two middle ones; NaN for none.
-func median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,24 +45,6 @@ func TestSummarize(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		in   []float64
-		want float64
-	}{
-		{[]float64{3}, 3},
-		{[]float64{9, 1, 5}, 5},
-		{[]float64{4, 1, 3, 2}, 2.5},
-	} {
-		if got := median(tc.in); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-	if got := median(nil); !math.IsNaN(got) {
-		t.Errorf("median(nil) = %v, want NaN", got)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/bench/plot"
+	"github.com/gatekeeperdb/gatekeeper/bench/stats"
 )
 
 // rollSeconds is the span of the throughput's rolling rate: a second's completions on a
@@ -202,21 +203,10 @@ func throughputSeries(runs map[key][]sample) []plot.Series {
 		slices.Sort(seconds)
 		pts := make([][2]float64, 0, len(seconds))
 		for _, s := range seconds {
-			pts = append(pts, [2]float64{float64(s), median(rates[p][s])})
+			pts = append(pts, [2]float64{float64(s), stats.Median(rates[p][s])})
 		}
 		name := "capacity " + p
 		out = append(out, plot.Series{Name: name, Points: pts, Dashed: i > 0})
 	}
 	return out
-}
-
-// median is the middle of xs (the mean of the two middle ones for an even count).
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
