@@ -70,14 +70,20 @@ free_port() {
 		echo $((20000 + RANDOM % 20000))
 }
 
+# primary_pid prints the PID of the primary's server process, read from its pid file; it
+# fails, printing nothing, when that process does not run on this machine.
+primary_pid() {
+	local pid
+	pid=$(cat "$(mariadb --no-defaults -h"${GK_PRIMARY%:*}" -P"$PRIMARY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -N -e 'SELECT @@pid_file')" 2>/dev/null) &&
+		[ -n "$pid" ] && [ -d "/proc/$pid" ] && echo "$pid"
+}
+
 # pin_primary CPUS runs the primary's server process, every thread of it, on the processors
 # CPUS (a taskset list such as 0 or 0-1), and gives it back its own at exit. The server
 # must run on this machine.
 pin_primary() {
-	local pidfile
-	pidfile=$(mariadb --no-defaults -h"${GK_PRIMARY%:*}" -P"$PRIMARY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -N -e 'SELECT @@pid_file')
-	if ! PINNED_PID=$(cat "$pidfile" 2>/dev/null) || [ ! -d "/proc/$PINNED_PID" ]; then
-		echo "bench: --db-cpus: the primary's process is not on this machine (pid file $pidfile); drop --db-cpus" >&2
+	if ! PINNED_PID=$(primary_pid); then
+		echo "bench: --db-cpus: the primary's process is not on this machine; drop --db-cpus" >&2
 		PINNED_PID=
 		return 1
 	fi

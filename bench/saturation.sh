@@ -135,7 +135,7 @@ GEN=("$WORK/saturation")
 IN_CGROUP=(bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _)
 if [ "$LAYOUT" = services ]; then
 	[ "$(id -u)" -eq 0 ] || fail "--layout services needs root, to put the processes in cgroups"
-	DB_PID=$(cat "$(sql 'SELECT @@pid_file')" 2>/dev/null) && [ -d "/proc/$DB_PID" ] ||
+	DB_PID=$(primary_pid) ||
 		fail "--layout services: the primary's process is not on this machine"
 	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
 		grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || fail "the cgroup v2 cpu controller is not enabled for children of /sys/fs/cgroup"

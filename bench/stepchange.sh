@@ -132,7 +132,7 @@ if [ -n "${OWN_BACKENDS:-}" ]; then
 	done
 fi
 sql() { mariadb --no-defaults -h"${GK_PRIMARY%:*}" -P"$PRIMARY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -N -e "$1"; }
-DB_PID=$(cat "$(sql 'SELECT @@pid_file')" 2>/dev/null) && [ -d "/proc/$DB_PID" ] ||
+DB_PID=$(primary_pid) ||
 	fail "the primary's process is not on this machine; run the script beside it"
 PIN=()
 if [ -n "$DB_CPUS" ]; then
