@@ -7,8 +7,9 @@
 # every statement waits for them; the routes show that cost and what removes it.
 #
 #   bench/saturation.sh [--rounds N] [--capacity D] [--routes LIST] [--duration D] [--warmup D]
-#                       [--rows N] [--scan-clients N] [--short-clients N] [--nice N]
-#                       [--layout flat|services] [--out DIR]
+#                       [--rows N] [--scan-clients N] [--short-clients N] [--short-interval D]
+#                       [--nice N] [--layout flat|services] [--unit-weight N] [--unit-nice N]
+#                       [--out DIR]
 #
 # Routes (comma or space separated; default all), taking turns in reverse order every other
 # round, each proxy started afresh for its run:
@@ -28,8 +29,12 @@
 # deploy/gatekeeper.service has it (its CPUWeight= and Nice=) under every other route. It needs
 # root and the cgroup cpu controller (v1 /sys/fs/cgroup/cpu, or v2 with cpu enabled), and
 # leaves admission-off-nice out (nice orders threads within a cgroup, and the proxy is alone
-# in its own). --layout flat (the default) runs them all in the cgroup the script runs in,
+# in its own). --unit-weight and --unit-nice run the unit's proxies at another CPUWeight= and
+# Nice= than deploy/gatekeeper.service's, to try a setting before the unit takes it. --layout flat (the default) runs them all in the cgroup the script runs in,
 # and leaves admission-off-unit out.
+# --short-interval D paces each short client to a statement every D (a probe of the wait);
+# without it (0) they run back to back, so that on a machine of few processors their own
+# processor use bounds their mean: with 4 clients, the mean is 4 divided by their throughput.
 # Defaults: 2 rounds, each run 20s measured after 5s of warm-up (from the last client
 # connected), a table of 200000 rows (a scan alone takes tens of ms), 128 scan and 4 short
 # clients; writes bench/results/saturation/ (README.md and results.csv, a line a run).
@@ -43,7 +48,8 @@ cd "$(dirname "$0")/.."
 
 ALL_ROUTES="direct admission-off admission-off-nice admission-off-unit admission admission-auto"
 ROUTES=$ALL_ROUTES ROUNDS=2 CAPACITY=500ms DURATION=20s WARMUP=5s ROWS=200000
-SCAN_CLIENTS=128 SHORT_CLIENTS=4 NICE=-10 OUT=bench/results/saturation LAYOUT=flat
+SCAN_CLIENTS=128 SHORT_CLIENTS=4 SHORT_INTERVAL=0 NICE=-10 OUT=bench/results/saturation LAYOUT=flat
+UNIT_WEIGHT= UNIT_NICE=
 ARGS="bench/saturation.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 [ -n "${GATEKEEPER:-}" ] && ARGS="GATEKEEPER=$(printf '%q' "$GATEKEEPER") $ARGS"
 usage() {
@@ -63,8 +69,11 @@ while [ $# -gt 0 ]; do
 	--rows) ROWS=$2 ;;
 	--scan-clients) SCAN_CLIENTS=$2 ;;
 	--short-clients) SHORT_CLIENTS=$2 ;;
+	--short-interval) SHORT_INTERVAL=$2 ;;
 	--nice) NICE=$2 ;;
 	--layout) LAYOUT=$2 ;;
+	--unit-weight) UNIT_WEIGHT=$2 ;;
+	--unit-nice) UNIT_NICE=$2 ;;
 	--out) OUT=$2 ;;
 	*) usage 2 >&2 ;;
 	esac
@@ -77,9 +86,11 @@ done
 [[ $LAYOUT == flat || $LAYOUT == services ]] || fail "--layout takes flat or services, not '$LAYOUT'"
 # The unit's weight and nice level, for --layout services.
 UNIT=deploy/gatekeeper.service
-UNIT_WEIGHT=$(awk -F= '$1 == "CPUWeight" {print $2}' "$UNIT")
-UNIT_NICE=$(awk -F= '$1 == "Nice" {print $2}' "$UNIT")
-[[ $UNIT_WEIGHT =~ ^[0-9]+$ && $UNIT_NICE =~ ^-?[0-9]+$ ]] || fail "$UNIT has no CPUWeight= or Nice= to run the proxy at"
+UNIT_SETTINGS="as $UNIT runs it"
+[ -n "$UNIT_WEIGHT$UNIT_NICE" ] && UNIT_SETTINGS="at the settings the command gave in place of $UNIT's"
+UNIT_WEIGHT=${UNIT_WEIGHT:-$(awk -F= '$1 == "CPUWeight" {print $2}' "$UNIT")}
+UNIT_NICE=${UNIT_NICE:-$(awk -F= '$1 == "Nice" {print $2}' "$UNIT")}
+[[ $UNIT_WEIGHT =~ ^[1-9][0-9]*$ && $UNIT_NICE =~ ^-?[0-9]+$ ]] || fail "the unit's CPUWeight= and Nice= ($UNIT, or --unit-weight and --unit-nice) must be a whole number from 1 and a nice level, not '$UNIT_WEIGHT' and '$UNIT_NICE'"
 wanted=
 for r in ${ROUTES//,/ }; do
 	[[ " $ALL_ROUTES " == *" $r "* ]] || fail "unknown route '$r'; the routes are: $ALL_ROUTES"
@@ -225,7 +236,7 @@ for round in $(seq 1 "$ROUNDS"); do
 			addr=127.0.0.1:$PROXY_PORT pid=(--proxy-pid "$PROXY_PID")
 		fi
 		if ! "${GEN[@]}" run --addr "$addr" "${LOAD_ARGS[@]}" "${pid[@]}" --route "$route" --round "$round" \
-			--scan-clients "$SCAN_CLIENTS" --short-clients "$SHORT_CLIENTS" --warmup "$WARMUP" \
+			--scan-clients "$SCAN_CLIENTS" --short-clients "$SHORT_CLIENTS" --short-interval "$SHORT_INTERVAL" --warmup "$WARMUP" \
 			--duration "$DURATION" --csv "$CSV"; then
 			[ "$route" != direct ] && tail -n 20 "$WORK/gatekeeper-$round-$route.log" >&2
 			fail "round $round, $route: the load generator failed"
@@ -239,7 +250,11 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "# Saturation: quick statements beside $SCAN_CLIENTS table scans, with the proxy on the database's host"
 	echo
 	echo "$SCAN_CLIENTS clients run a full scan of a $ROWS-row table in a loop (\`SELECT SUM(k)\`, k not"
-	echo "indexed; alone it takes ${SCAN_ALONE} ms) and $SHORT_CLIENTS clients run \`SELECT 1\` in a loop, each on"
+	if [ "$SHORT_INTERVAL" = 0 ]; then
+		echo "indexed; alone it takes ${SCAN_ALONE} ms) and $SHORT_CLIENTS clients run \`SELECT 1\` in a loop, each on"
+	else
+		echo "indexed; alone it takes ${SCAN_ALONE} ms) and $SHORT_CLIENTS clients run \`SELECT 1\` once every $SHORT_INTERVAL, each on"
+	fi
 	echo "a connection of its own, for ${DURATION} measured after ${WARMUP} of warm-up. The database, the proxy and the"
 	echo "load generator share the machine, as a proxy installed beside its database does. Routes:"
 	echo "direct is the database itself; admission-off is gatekeeper with admission.enabled false;"
@@ -253,7 +268,7 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 		echo "Layout: services. The primary, the load generator and each proxy ran in a cgroup of their own, as"
 		echo "systemd puts each service in one: the primary and the load generator at the default weight"
 		echo "(CPUWeight=100, $WEIGHT_FILE $WEIGHT_DEFAULT), the proxy of admission-off at that weight too, as a unit"
-		echo "without \`CPUWeight=\` and \`Nice=\`, and every other proxy as $UNIT runs it:"
+		echo "without \`CPUWeight=\` and \`Nice=\`, and every other proxy $UNIT_SETTINGS:"
 		echo "\`CPUWeight=$UNIT_WEIGHT\` ($WEIGHT_FILE $WEIGHT_UNIT) and \`Nice=$UNIT_NICE\` (admission-off-unit is"
 		echo "admission-off so)."
 	fi

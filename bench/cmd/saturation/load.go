@@ -75,6 +75,10 @@ type client struct {
 	conn   *sql.Conn
 	query  string
 	window window
+	// every, when positive, paces the loop: a statement starts every every, on a fixed
+	// schedule from the first; one that ends past its successor's start is followed at
+	// once, and the schedule starts again from then.
+	every time.Duration
 	// latencies are the response times of the statements that succeeded in the window;
 	// errors count those that failed in it, by reason.
 	latencies []time.Duration
@@ -91,7 +95,11 @@ func (c *client) loop(ctx context.Context) {
 		}
 	}()
 	var n int64
+	var next time.Time
 	for ctx.Err() == nil && time.Now().Before(c.window.to) {
+		if c.every > 0 && !c.wait(ctx, &next) {
+			return
+		}
 		if c.conn == nil {
 			conn, err := c.db.Conn(ctx)
 			if err != nil {
@@ -116,6 +124,28 @@ func (c *client) loop(ctx context.Context) {
 		}
 		c.failed(ctx, ended, err)
 	}
+}
+
+// wait sleeps until *next, the start of the pacing schedule's next statement, and moves it
+// on by c.every (from now, when the schedule has fallen behind). It reports false when ctx
+// ended first.
+func (c *client) wait(ctx context.Context, next *time.Time) bool {
+	now := time.Now()
+	if next.Before(now) {
+		*next = now
+	}
+	start := *next
+	*next = start.Add(c.every)
+	if d := start.Sub(now); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // failed counts an error that ended at t, if in the window, and waits errorBackoff.
@@ -180,11 +210,10 @@ func load(ctx context.Context, o options, stderr io.Writer) (result, error) {
 
 	clients := make([]*client, o.scanClients+o.shortClients)
 	for i := range clients {
-		q := o.scanQuery
+		clients[i] = &client{db: db, query: o.scanQuery, errors: map[string]int{}}
 		if i >= o.scanClients {
-			q = o.shortQuery
+			clients[i].query, clients[i].every = o.shortQuery, o.shortInterval
 		}
-		clients[i] = &client{db: db, query: q, errors: map[string]int{}}
 	}
 	if err := connect(ctx, clients, o.connectAtOnce); err != nil {
 		for _, c := range clients {

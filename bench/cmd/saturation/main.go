@@ -100,6 +100,7 @@ type options struct {
 	rows                                  int
 	scanClients, shortClients             int
 	scanQuery, shortQuery                 string
+	shortInterval                         time.Duration
 	warmup, duration, drain               time.Duration
 	connectAtOnce                         int
 	proxyPID                              int
@@ -122,6 +123,7 @@ func parseLoadFlags(name string, args []string, stderr io.Writer) (options, erro
 	fs.IntVar(&o.shortClients, "short-clients", 4, "clients that run --short-query in a loop")
 	fs.StringVar(&o.scanQuery, "scan-query", "", "the long statement (default: SELECT SUM(k) over the whole table, which no index answers)")
 	fs.StringVar(&o.shortQuery, "short-query", "SELECT 1", "the quick statement")
+	fs.DurationVar(&o.shortInterval, "short-interval", 0, "each short client starts a statement this often, on a fixed schedule (a probe of the wait); 0: back to back, so that the short clients are a load of their own")
 	fs.DurationVar(&o.warmup, "warmup", 5*time.Second, "time from the last client connected to the measured period")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured period")
 	fs.DurationVar(&o.drain, "drain", 30*time.Second, "after the measured period, how long the statements running may take to end before their connections are closed")
@@ -144,8 +146,8 @@ func parseLoadFlags(name string, args []string, stderr io.Writer) (options, erro
 		return o, errors.New("--rows must be at least 1")
 	case o.scanClients < 0 || o.shortClients < 0 || o.scanClients+o.shortClients == 0:
 		return o, errors.New("--scan-clients and --short-clients must not be negative, and one must be positive")
-	case o.warmup < 0 || o.drain < 0:
-		return o, errors.New("--warmup and --drain must not be negative")
+	case o.warmup < 0 || o.drain < 0 || o.shortInterval < 0:
+		return o, errors.New("--warmup, --drain and --short-interval must not be negative")
 	case o.duration <= 0:
 		return o, errors.New("--duration must be positive")
 	case o.connectAtOnce < 1:
