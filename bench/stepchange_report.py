@@ -7,7 +7,9 @@ static capacity's runs over the same seconds of the same schedule.
 TRACE is the script's trace.csv: a row a second of every run (policy auto or a static
 capacity, round N). CLASSES, its classes.csv, has the bookstore's completed interactions of
 each class in each second of the same runs. Prints the markdown that goes into the result's
-README.
+README. Runs of the same schedule and settings may be pooled: TRACE and CLASSES then list
+their files, comma separated and in the same order, and each file's rounds are numbered
+after those of the files before it.
 """
 import csv
 import math
@@ -22,6 +24,19 @@ PHASES = [(1, "full"), (2, "half"), (3, "full again")]
 BANDS = (1.5, 2)
 # HEAVY: the bookstore's heavy interactions; every other class is a short one.
 HEAVY = {"best_sellers", "admin_confirm"}
+
+
+def pooled(paths):
+    """The rows of the CSVs in paths (comma separated), each file's rounds numbered after the
+    highest round of the files before it."""
+    after = 0
+    for path in paths.split(","):
+        last = 0
+        for r in csv.DictReader(open(path)):
+            last = max(last, int(r["round"]))
+            r["round"] = str(int(r["round"]) + after)
+            yield r
+        after += last
 
 
 def measure(rows, phase, p):
@@ -61,7 +76,7 @@ def short_means(path, phase):
     """The short interactions' mean response time (ms) over each phase's last half, by
     (policy, phase name) and round, from classes.csv."""
     sums = {}  # (policy, round, phase number): [completed, ms summed]
-    for r in csv.DictReader(open(path)):
+    for r in pooled(path):
         if r["class"] in HEAVY:
             continue
         s = int(r["second"])
@@ -90,7 +105,7 @@ def seconds(capacity):
 def main():
     trace, phase = sys.argv[1], int(sys.argv[2])
     runs = {}  # (policy, round): rows in order
-    for r in csv.DictReader(open(trace)):
+    for r in pooled(trace):
         runs.setdefault((r["policy"], r["round"]), []).append(r)
     runs = {k: v for k, v in runs.items() if len(v) >= 4 * phase}  # whole runs only
     got = {}  # (policy, phase name): {round: figures}
