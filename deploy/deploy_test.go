@@ -341,9 +341,11 @@ func TestUnitOutweighsTheDatabase(t *testing.T) {
 		}
 		return n
 	}
-	// systemd takes weights 1 to 10000; the default is 100.
-	if w := number("CPUWeight"); w < 500 || w > 10000 {
-		t.Errorf("CPUWeight=%d, want 500 to 10000: at least 5 times the database's default 100", w)
+	// systemd takes weights 1 to 10000; the default is 100. Above the database's, but not
+	// by an order of magnitude: at 1000 a paced SELECT 1 beside a saturated database was
+	// slower through the proxy than direct (bench/results/saturation-unit-weights).
+	if w := number("CPUWeight"); w <= 100 || w >= 1000 {
+		t.Errorf("CPUWeight=%d, want 101 to 999: above the database's default 100, below 10 times it", w)
 	}
 	if n := number("Nice"); n < -20 || n > -5 {
 		t.Errorf("Nice=%d, want -20 to -5: well below the database's 0", n)
