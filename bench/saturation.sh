@@ -82,6 +82,7 @@ done
 for n in "$ROUNDS" "$ROWS" "$SCAN_CLIENTS" "$SHORT_CLIENTS"; do
 	[[ $n =~ ^[1-9][0-9]*$ ]] || fail "--rounds, --rows, --scan-clients and --short-clients take positive whole numbers, not '$n'"
 done
+[[ $SHORT_INTERVAL =~ ^(0|[0-9]+(\.[0-9]+)?(us|ms|s))$ ]] || fail "--short-interval takes a duration such as 10ms (0: back to back), not '$SHORT_INTERVAL'"
 [[ $NICE =~ ^-?[0-9]+$ ]] || fail "--nice takes a nice level such as -10, not '$NICE'"
 [[ $LAYOUT == flat || $LAYOUT == services ]] || fail "--layout takes flat or services, not '$LAYOUT'"
 # The unit's weight and nice level, for --layout services.
