@@ -30,8 +30,9 @@
 # root and the cgroup cpu controller (v1 /sys/fs/cgroup/cpu, or v2 with cpu enabled), and
 # leaves admission-off-nice out (nice orders threads within a cgroup, and the proxy is alone
 # in its own). --unit-weight and --unit-nice run the unit's proxies at another CPUWeight= and
-# Nice= than deploy/gatekeeper.service's, to try a setting before the unit takes it. --layout flat (the default) runs them all in the cgroup the script runs in,
-# and leaves admission-off-unit out.
+# Nice= than deploy/gatekeeper.service's, to try a setting before the unit takes it.
+# --layout flat (the default) runs them all in the cgroup the script runs in, and leaves
+# admission-off-unit out.
 # --short-interval D paces each short client to a statement every D (a probe of the wait);
 # without it (0) they run back to back, so that on a machine of few processors their own
 # processor use bounds their mean: with 4 clients, the mean is 4 divided by their throughput.
