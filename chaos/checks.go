@@ -40,7 +40,7 @@ var Checks = []Check{
 		Title: "network faults between proxy and backend",
 		Setup: "Both modes; a MariaDB server in a network namespace behind a veth pair; faults by tc netem on both ends of the pair, " +
 			"or, where the kernel has no netem, by nftables rules in the namespace (loss, blackhole) and a TCP relay on the host (delay). backends.connect_timeout 2s, backends.dead_after 10s. " +
-			"Delay 200 ms each way: statements succeed. Loss 30% each way: every statement is answered, errors only by timeouts. " +
+			"Delay 200 ms each way: statements succeed. Loss 30% each way: every login is answered within client.handshake_timeout (10 s) + 2 s and every statement within 2 minutes (TCP's own back-off, not the proxy, stretches them), errors only by timeouts (a 16 KiB row cut off when the proxy gives up its backend connection on a timeout counts as one). " +
 			"Blackhole (every packet dropped): a new client is answered within connect_timeout + 2 s, a statement in flight " +
 			"within dead_after + 5 s (the proxy gives up a backend that answers nothing, not even TCP keepalive probes); after each fault is removed " +
 			"a new client is served within 7 s (pooled mode's dial backoff, at most 5 s, and a dial).",
