@@ -200,53 +200,20 @@ func networkLoss(t *testing.T, l *link, srv *nsServer, mode string) {
 	if err := l.apply(faultLoss); err != nil {
 		t.Fatal(err)
 	}
-	var lat, errLat durations
-	longest := map[string]time.Duration{}
-	errs := map[string]int{}
-	cutMidRow := 0
-	ops := 0
-	hang := ""
-	for end := time.Now().Add(lossRun); time.Now().Before(end) && hang == ""; {
-		ops++
-		op := startLossOp(g.Addr)
-		hang = op.wait()
-		op.longest(longest)
-		switch {
-		case hang != "":
-		case op.err == nil:
-			lat = append(lat, op.took)
-		default:
-			k := errKey(op.err)
-			if errors.Is(op.err, mysql.ErrInvalidConn) && op.phase().name == phaseRow {
-				k, cutMidRow = "invalid connection (the 16 KiB row cut off)", cutMidRow+1
-			}
-			errs[k]++
-			errLat = append(errLat, op.took)
-		}
+	var got lossTally
+	for end := time.Now().Add(lossRun); time.Now().Before(end) && got.hang == ""; {
+		got.add(startLossOp(g.Addr))
 	}
 	if err := l.clear(); err != nil {
 		t.Fatal(err)
 	}
 	back, err := firstServed(g.Addr, clearBound)
-	failures := "no errors"
-	if len(errs) > 0 {
-		failures = fmt.Sprintf("errors after median %s, max %s: %s", ms(errLat.median()), ms(errLat.max()), countsText(errs))
+	report(check, "%s: %s; after removal a new client served in %s", how, got.text(), servedText(back, err))
+	if got.hang != "" {
+		t.Errorf("under 30%% loss, %s", got.hang)
 	}
-	hangs := "none hung"
-	if hang != "" {
-		hangs = "HANG: " + hang
-	}
-	succeeded := "none"
-	if len(lat) > 0 {
-		succeeded = fmt.Sprintf("median %s, max %s", ms(lat.median()), ms(lat.max()))
-	}
-	report(check, "%s: %d of %d operations (log in, SELECT 1, a 16 KiB row) succeeded (%s); %s; longest %s; %s; after removal a new client served in %s",
-		how, len(lat), ops, succeeded, failures, longestText(longest), hangs, servedText(back, err))
-	if hang != "" {
-		t.Errorf("under 30%% loss, %s", hang)
-	}
-	for k := range errs {
-		if !strings.Contains(k, "timed out") && !strings.Contains(k, "timeout") && !strings.HasPrefix(k, "invalid connection (the 16 KiB row") {
+	for k := range got.errs {
+		if !strings.Contains(k, "timed out") && !strings.Contains(k, "timeout") && k != errCutMidRow {
 			t.Errorf("an error other than a timeout under loss: %s", k)
 		}
 	}
@@ -254,12 +221,71 @@ func networkLoss(t *testing.T, l *link, srv *nsServer, mode string) {
 	// connection is given up in the middle of it, no error packet can follow half a packet,
 	// and the client sees the connection close. Each such cut must be the proxy giving up
 	// the connection on a timeout, as its log says.
-	if given := countLines(g.logPath, "backend connection lost during a command", "timed out"); cutMidRow > given {
-		t.Errorf("%d clients were cut off in the middle of the 16 KiB row, but the proxy's log shows only %d backend connections given up on a timeout", cutMidRow, given)
+	if cut, given := got.errs[errCutMidRow], countLines(g.logPath, "backend connection lost during a command", "timed out"); cut > given {
+		t.Errorf("%d clients were cut off in the middle of the 16 KiB row, but the proxy's log shows only %d backend connections given up on a timeout", cut, given)
 	}
 	if err != nil {
 		t.Errorf("no new client served within %v of the loss's removal: %v", clearBound, err)
 	}
+}
+
+// errCutMidRow is the error key of a client whose connection closed in the middle of the
+// 16 KiB row.
+const errCutMidRow = "invalid connection (the 16 KiB row cut off)"
+
+// lossTally sums up the operations run under loss.
+type lossTally struct {
+	ops         int
+	lat, errLat durations
+	errs        map[string]int // by errKey, or errCutMidRow
+	longest     map[string]time.Duration
+	hang        string // the first operation that hung, and in which phase
+}
+
+// add waits for op and counts it.
+func (t *lossTally) add(op *lossOp) {
+	if t.errs == nil {
+		t.errs, t.longest = map[string]int{}, map[string]time.Duration{}
+	}
+	t.ops++
+	t.hang = op.wait()
+	op.longest(t.longest)
+	switch {
+	case t.hang != "":
+	case op.err == nil:
+		t.lat = append(t.lat, op.took)
+	default:
+		k := errKey(op.err)
+		if errors.Is(op.err, mysql.ErrInvalidConn) && op.phase().name == phaseRow {
+			k = errCutMidRow
+		}
+		t.errs[k]++
+		t.errLat = append(t.errLat, op.took)
+	}
+}
+
+// text is the tally as the check reports it.
+func (t *lossTally) text() string {
+	succeeded := "none"
+	if len(t.lat) > 0 {
+		succeeded = fmt.Sprintf("median %s, max %s", ms(t.lat.median()), ms(t.lat.max()))
+	}
+	failures := "no errors"
+	if len(t.errs) > 0 {
+		failures = fmt.Sprintf("errors after median %s, max %s: %s", ms(t.errLat.median()), ms(t.errLat.max()), countsText(t.errs))
+	}
+	longest := make([]string, 0, len(phaseBounds))
+	for _, name := range []string{phaseLogin, phaseOne, phaseRow} {
+		if d, ok := t.longest[name]; ok {
+			longest = append(longest, fmt.Sprintf("%s %s", name, ms(d)))
+		}
+	}
+	hangs := "none hung"
+	if t.hang != "" {
+		hangs = "HANG: " + t.hang
+	}
+	return fmt.Sprintf("%d of %d operations (log in, SELECT 1, a 16 KiB row) succeeded (%s); %s; longest %s; %s",
+		len(t.lat), t.ops, succeeded, failures, strings.Join(longest, ", "), hangs)
 }
 
 // The phases of an operation under loss, each with its bound.
@@ -274,32 +300,25 @@ var phaseBounds = map[string]time.Duration{phaseLogin: loginBound, phaseOne: sta
 // lossOp is one operation under loss, run in the background: a login, SELECT 1 and a
 // 16 KiB row on the same connection, each phase timed.
 type lossOp struct {
-	start  time.Time
-	done   chan struct{}
+	*attempt
 	mu     sync.Mutex
 	phases []lossPhase // the current one last
-	took   time.Duration
-	err    error
 }
 
 type lossPhase struct {
 	name  string
 	start time.Time
-	took  time.Duration
+	took  time.Duration // 0 while it runs
 }
 
 // startLossOp runs the operation against addr in a goroutine that ends when the
 // operation does; it must end when the proxy is stopped, which the test's cleanup does.
 func startLossOp(addr string) *lossOp {
-	op := &lossOp{start: time.Now(), done: make(chan struct{})}
-	go func() {
-		op.err = op.run(addr)
-		op.mu.Lock()
-		op.endPhase()
-		op.took = time.Since(op.start)
-		op.mu.Unlock()
-		close(op.done)
-	}()
+	op := &lossOp{phases: []lossPhase{{name: phaseLogin, start: time.Now()}}}
+	op.attempt = try(func() error {
+		defer op.begin("") // ends the last phase
+		return op.run(addr)
+	})
 	return op
 }
 
@@ -310,7 +329,6 @@ func (op *lossOp) run(addr string) error {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	op.begin(phaseLogin)
 	c, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -326,18 +344,16 @@ func (op *lossOp) run(addr string) error {
 	return c.QueryRowContext(ctx, "SELECT REPEAT('x', 16384)").Scan(&row)
 }
 
-// begin ends the current phase and starts the one named.
+// begin ends the current phase and starts the one named; "" only ends it.
 func (op *lossOp) begin(name string) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	op.endPhase()
-	op.phases = append(op.phases, lossPhase{name: name, start: time.Now()})
-}
-
-// endPhase records how long the current phase took. Called with op.mu held.
-func (op *lossOp) endPhase() {
-	if n := len(op.phases); n > 0 && op.phases[n-1].took == 0 {
-		op.phases[n-1].took = time.Since(op.phases[n-1].start)
+	last := &op.phases[len(op.phases)-1]
+	if last.took == 0 {
+		last.took = time.Since(last.start)
+	}
+	if name != "" {
+		op.phases = append(op.phases, lossPhase{name: name, start: time.Now()})
 	}
 }
 
@@ -347,7 +363,9 @@ func (op *lossOp) longest(into map[string]time.Duration) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	for _, ph := range op.phases {
-		into[ph.name] = max(into[ph.name], ph.took)
+		if ph.took > 0 {
+			into[ph.name] = max(into[ph.name], ph.took)
+		}
 	}
 }
 
@@ -374,20 +392,6 @@ func (op *lossOp) wait() (hang string) {
 			}
 		}
 	}
-}
-
-// longestText lists the longest time each phase took.
-func longestText(longest map[string]time.Duration) string {
-	var parts []string
-	for _, name := range []string{phaseLogin, phaseOne, phaseRow} {
-		if d, ok := longest[name]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s", name, ms(d)))
-		}
-	}
-	if len(parts) == 0 {
-		return "no phase ended"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // countLines counts the lines of the file at path that hold every one of words.
