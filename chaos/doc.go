@@ -23,4 +23,9 @@
 // tests the binary named by GK_CHAOS_GATEKEEPER, or one it builds from this checkout.
 // `make chaos` builds bin/gatekeeper and runs the suite through chaos/cmd/chaos, which prints
 // the lines as they come and writes the results table, bench/results/chaos/README.md.
+//
+// Two variables lengthen the network loss check to measure its tails: GK_CHAOS_LOSS_RUN (a
+// duration, default 8s) is how long operations run under loss, and GK_CHAOS_LOSS_DIRECT=1
+// follows each operation through the proxy with the same one straight to the server, on a
+// line of its own, to tell the network's share of the times from the proxy's.
 package chaos

@@ -50,8 +50,11 @@ const (
 	// clearBound is how long after a fault is removed a new client may wait to be served:
 	// pooled mode's dial backoff (at most 5 s) and a dial.
 	clearBound = 5*time.Second + connectTimeout
-	// lossRun is how long operations run under loss.
+	// lossRun is how long operations run under loss, unless GK_CHAOS_LOSS_RUN says.
 	lossRun = 8 * time.Second
+	// directBound bounds each phase of an operation straight to the server under loss,
+	// which only GK_CHAOS_LOSS_DIRECT runs, for comparison; nothing is asserted of them.
+	directBound = 5 * time.Minute
 )
 
 func TestNetworkFaults(t *testing.T) {
@@ -200,15 +203,23 @@ func networkLoss(t *testing.T, l *link, srv *nsServer, mode string) {
 	if err := l.apply(faultLoss); err != nil {
 		t.Fatal(err)
 	}
-	var got lossTally
-	for end := time.Now().Add(lossRun); time.Now().Before(end) && got.hang == ""; {
-		got.add(startLossOp(g.Addr))
+	run, direct := lossSettings(t)
+	var got, straight lossTally
+	for end := time.Now().Add(run); time.Now().Before(end) && got.hang == "" && straight.hang == ""; {
+		got.add(startLossOp(g.Addr, phaseBounds))
+		if direct {
+			straight.add(startLossOp(srv.Addr, directBounds))
+		}
 	}
 	if err := l.clear(); err != nil {
 		t.Fatal(err)
 	}
 	back, err := firstServed(g.Addr, clearBound)
 	report(check, "%s: %s; after removal a new client served in %s", how, got.text(), servedText(back, err))
+	if direct {
+		report(fmt.Sprintf("network %s (direct, beside %s)", faultLoss.name, mode),
+			"the same operations straight to the server, one after each through the proxy: %s", straight.text())
+	}
 	if got.hang != "" {
 		t.Errorf("under 30%% loss, %s", got.hang)
 	}
@@ -227,6 +238,29 @@ func networkLoss(t *testing.T, l *link, srv *nsServer, mode string) {
 	if err != nil {
 		t.Errorf("no new client served within %v of the loss's removal: %v", clearBound, err)
 	}
+}
+
+// lossSettings reads how long operations run under loss (GK_CHAOS_LOSS_RUN, a duration;
+// default lossRun) and whether each through the proxy is followed by one straight to the
+// server (GK_CHAOS_LOSS_DIRECT=1): a long run measures the tails of the times, and the
+// direct operations tell the network's share of them from the proxy's.
+func lossSettings(t *testing.T) (run time.Duration, direct bool) {
+	run = lossRun
+	if v := os.Getenv("GK_CHAOS_LOSS_RUN"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("GK_CHAOS_LOSS_RUN=%q: want a positive duration such as 5m", v)
+		}
+		run = d
+	}
+	switch v := os.Getenv("GK_CHAOS_LOSS_DIRECT"); v {
+	case "", "0":
+	case "1":
+		direct = true
+	default:
+		t.Fatalf("GK_CHAOS_LOSS_DIRECT=%q: want 1 (or 0, the default)", v)
+	}
+	return run, direct
 }
 
 // errCutMidRow is the error key of a client whose connection closed in the middle of the
@@ -295,12 +329,16 @@ const (
 	phaseRow   = "16 KiB row"
 )
 
-var phaseBounds = map[string]time.Duration{phaseLogin: loginBound, phaseOne: statementBound, phaseRow: statementBound}
+var (
+	phaseBounds  = map[string]time.Duration{phaseLogin: loginBound, phaseOne: statementBound, phaseRow: statementBound}
+	directBounds = map[string]time.Duration{phaseLogin: directBound, phaseOne: directBound, phaseRow: directBound}
+)
 
 // lossOp is one operation under loss, run in the background: a login, SELECT 1 and a
 // 16 KiB row on the same connection, each phase timed.
 type lossOp struct {
 	*attempt
+	bounds map[string]time.Duration // of each phase
 	mu     sync.Mutex
 	phases []lossPhase // the current one last
 }
@@ -313,8 +351,9 @@ type lossPhase struct {
 
 // startLossOp runs the operation against addr in a goroutine that ends when the
 // operation does; it must end when the proxy is stopped, which the test's cleanup does.
-func startLossOp(addr string) *lossOp {
-	op := &lossOp{phases: []lossPhase{{name: phaseLogin, start: time.Now()}}}
+// A phase that runs past its bound in bounds is a hang.
+func startLossOp(addr string, bounds map[string]time.Duration) *lossOp {
+	op := &lossOp{bounds: bounds, phases: []lossPhase{{name: phaseLogin, start: time.Now()}}}
 	op.attempt = try(func() error {
 		defer op.begin("") // ends the last phase
 		return op.run(addr)
@@ -387,7 +426,7 @@ func (op *lossOp) wait() (hang string) {
 			return ""
 		case <-tick.C:
 			ph := op.phase()
-			if bound := phaseBounds[ph.name]; time.Since(ph.start) > bound {
+			if bound := op.bounds[ph.name]; time.Since(ph.start) > bound {
 				return fmt.Sprintf("%s got no answer within %v", ph.name, bound)
 			}
 		}

@@ -84,7 +84,14 @@ func run(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "chaos: the suite took %s\n", res.duration.Round(time.Second))
 
 	if *out != "" {
-		command := "`" + strings.Join(append([]string{"go run ./chaos/cmd/chaos"}, args...), " ") + "`"
+		var words []string
+		for _, k := range tuning {
+			if v, ok := os.LookupEnv(k); ok {
+				words = append(words, k+"="+v)
+			}
+		}
+		words = append(append(words, "go run ./chaos/cmd/chaos"), args...)
+		command := "`" + strings.Join(words, " ") + "`"
 		if os.Getenv("MAKELEVEL") != "" {
 			command = "`make chaos`, which runs " + command
 		}
@@ -103,6 +110,10 @@ func run(args []string, stdout io.Writer) error {
 	}
 	return nil
 }
+
+// tuning are the environment variables that change what a check measures (see package
+// chaos); the command written with the results names those set.
+var tuning = []string{"GK_CHAOS_LOSS_RUN", "GK_CHAOS_LOSS_DIRECT"}
 
 // moduleRoot finds the directory of go.mod from the working directory up.
 func moduleRoot() (string, error) {
