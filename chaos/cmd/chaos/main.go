@@ -90,7 +90,10 @@ func run(args []string, stdout io.Writer) error {
 				words = append(words, k+"="+v)
 			}
 		}
-		words = append(append(words, "go run ./chaos/cmd/chaos"), args...)
+		words = append(words, "go run ./chaos/cmd/chaos")
+		for _, a := range args {
+			words = append(words, shellQuote(a))
+		}
 		command := "`" + strings.Join(words, " ") + "`"
 		if os.Getenv("MAKELEVEL") != "" {
 			command = "`make chaos`, which runs " + command
@@ -109,6 +112,18 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("the suite failed: %w", testErr)
 	}
 	return nil
+}
+
+// shellQuote quotes s for a POSIX shell where it holds anything but letters, digits and
+// -_./:=,+ (a -run pattern's parentheses and bars, say).
+func shellQuote(s string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+", r)
+	}
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool { return !plain(r) }) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // tuning are the environment variables that change what a check measures (see package

@@ -79,3 +79,16 @@ func TestCollectAndReport(t *testing.T) {
 		}
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"bench/results/chaos/README.md":               "bench/results/chaos/README.md",
+		"TestNetworkFaults/(passthrough|pooled)/loss": "'TestNetworkFaults/(passthrough|pooled)/loss'",
+		"it's": `'it'\''s'`,
+		"":     "''",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
