@@ -204,6 +204,21 @@ func (g *gatekeeper) getJSON(path string, v any) error {
 // rss returns the resident memory of the running proxy.
 func (g *gatekeeper) rss() (int64, error) { return procstat.RSS(g.PID()) }
 
+// settledRSS reads the process's resident memory once it has stopped falling (the runtime
+// giving back what a burst of work left), read every 100 ms, or after within.
+func (g *gatekeeper) settledRSS(within time.Duration) (int64, error) {
+	last, err := g.rss()
+	for end := time.Now().Add(within); err == nil && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+		var now int64
+		if now, err = g.rss(); err == nil && now >= last {
+			return now, nil
+		}
+		last = now
+	}
+	return last, err
+}
+
 // freePort returns a loopback TCP port nothing listens on now.
 func freePort(t *testing.T) string {
 	t.Helper()

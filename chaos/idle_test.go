@@ -174,8 +174,7 @@ func TestIdleLogins(t *testing.T) {
 	}
 	wg.Wait()
 	loginTime := time.Since(start)
-	time.Sleep(2 * time.Second) // RSS is read once the logins' garbage has had time to go
-	rssAll, err := g.rss()
+	rssAll, err := g.settledRSS(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
