@@ -39,13 +39,12 @@ const (
 	loginBound = loginTimeout + 2*time.Second
 	// statementBound bounds one statement under loss: anything longer is a hang. The proxy
 	// does not bound a statement whose backend still answers (it may run for hours), and
-	// under 30% loss each way TCP's own retransmission back-off stretches a small
-	// statement's answer, doubling the wait with each retransmission lost in a row. In
-	// five minutes of operations alternating direct and through the proxy, SELECT 1 took
-	// up to 11.5 s both ways (and a direct login up to 31 s, which the proxy's handshake
-	// timeout cuts at 10); in five minutes through the proxy (117 operations), the 16 KiB
-	// row took up to 28.3 s. Two more retransmissions lost in a row would take that past
-	// 100 s.
+	// under 30% loss each way TCP's retransmission back-off stretches a small statement's
+	// answer, doubling the wait with each retransmission lost in a row. In five minutes
+	// of each mode (bench/results/chaos-loss-long), the longest phase through the proxy
+	// took 28.7 s (a 16 KiB row), while the same operations straight to the server took up
+	// to 132.9 s (a 16 KiB row) and 47.2 s (a login): the proxy's connect and handshake
+	// timeouts, and backends.dead_after, cut the longest tails the network makes.
 	statementBound = 2 * time.Minute
 	// clearBound is how long after a fault is removed a new client may wait to be served:
 	// pooled mode's dial backoff (at most 5 s) and a dial.
