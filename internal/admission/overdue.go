@@ -21,7 +21,7 @@ func (c *Controller) mayPass(q, w *Ticket, now time.Time) bool {
 	if ok, _ := c.fits(q, now); !ok {
 		return false
 	}
-	last := c.lastEnd()
+	last := c.granter.lastEnd()
 	if now.Add(q.req.service()).After(last) {
 		return false // nothing runs, or q would outlast what runs
 	}
@@ -32,15 +32,4 @@ func (c *Controller) mayPass(q, w *Ticket, now time.Time) bool {
 // last, when the last of the running units is expected to end, and no less than LastCall.
 func (c *Controller) riskMargin(last, now time.Time) time.Duration {
 	return max(2*last.Sub(now), c.cfg.LastCall)
-}
-
-// lastEnd is when the last of the running units is expected to end (zero when none runs).
-func (c *Controller) lastEnd() time.Time {
-	var last time.Time
-	for _, r := range c.active.items {
-		if r.end.After(last) {
-			last = r.end
-		}
-	}
-	return last
 }

@@ -53,7 +53,7 @@ func TestOverdueUnitGoesFirst(t *testing.T) {
 				require.Equal(t, Admitted, st)
 			}
 			w := Ticket{req: heavy, arrived: clock.Now(), deadline: clock.Now().Add(tt.timeout)}
-			w.bound = c.boundOf(&w)
+			w.bound = c.queue.boundOf(&w)
 			clock.Advance(tt.at)
 			now := clock.Now()
 			q := Ticket{req: tt.q, arrived: now, deadline: now.Add(tt.timeout)}

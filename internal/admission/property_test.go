@@ -121,7 +121,7 @@ func passes(c *Controller, now time.Time, s, w *simUnit) bool {
 		return false
 	}
 	var last time.Time
-	for _, r := range c.active.items {
+	for _, r := range c.granter.active.items {
 		if r != &s.t && r.end.After(last) {
 			last = r.end
 		}
@@ -271,10 +271,10 @@ func reserveWalk(t *testing.T, seed uint64) {
 		t.Helper()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		r, capacity := c.reserveValue(), c.cfg.Capacity
-		if r < c.cfg.Reserve.Floor || r > capacity || c.reserve.value < 0 || c.reserve.value > capacity {
+		r, capacity := c.granter.reserveValue(), c.granter.capacity
+		if r < c.cfg.Reserve.Floor || r > capacity || c.granter.reserve.value < 0 || c.granter.reserve.value > capacity {
 			t.Fatalf("step %d (%s): reserve %s (held %s) outside [floor %s, capacity %s]",
-				step, what, r, c.reserve.value, c.cfg.Reserve.Floor, capacity)
+				step, what, r, c.granter.reserve.value, c.cfg.Reserve.Floor, capacity)
 		}
 		// Each unmeasured type has one probe at most, and a unit waits for a probe only
 		// while its type has one.
@@ -289,8 +289,8 @@ func reserveWalk(t *testing.T, seed uint64) {
 				t.Fatalf("step %d (%s): a unit of type %d waits for a probe; the type has %d", step, what, u.t.req.Type, probes[u.t.req.Type])
 			}
 		}
-		if !maps.Equal(probes, c.probes) {
-			t.Fatalf("step %d (%s): probes %v, the books say %v", step, what, probes, c.probes)
+		if !maps.Equal(probes, c.queue.probes) {
+			t.Fatalf("step %d (%s): probes %v, the books say %v", step, what, probes, c.queue.probes)
 		}
 		var lengthyLoad time.Duration
 		lengthyWaiting := 0
@@ -302,9 +302,9 @@ func reserveWalk(t *testing.T, seed uint64) {
 				lengthyWaiting++
 			}
 		}
-		if lengthyLoad != c.lengthyLoad || lengthyWaiting != c.lengthyWaiting || c.lengthyLoad > c.load {
+		if lengthyLoad != c.granter.lengthyLoad || lengthyWaiting != c.queue.lengthyWaiting || c.granter.lengthyLoad > c.granter.load {
 			t.Fatalf("step %d (%s): lengthy load %s and %d waiting, the books say %s (of %s) and %d",
-				step, what, lengthyLoad, lengthyWaiting, c.lengthyLoad, c.load, c.lengthyWaiting)
+				step, what, lengthyLoad, lengthyWaiting, c.granter.lengthyLoad, c.granter.load, c.queue.lengthyWaiting)
 		}
 	}
 	// started gives the units admitted since the last call an end.
@@ -326,12 +326,12 @@ func reserveWalk(t *testing.T, seed uint64) {
 			u := &unit{}
 			units = append(units, u)
 			c.mu.Lock()
-			waiting, lengthyWaiting := c.waiting(), c.lengthyWaiting
+			waiting, lengthyWaiting := c.queue.waiting(), c.queue.lengthyWaiting
 			c.mu.Unlock()
 			_, err := c.Arrive(&u.t, Request{Cost: cost, Unmeasured: rng.IntN(10) == 0, Type: uint64(rng.IntN(4)), Txn: rng.IntN(10) == 0})
 			// Lengthy units wait only within their share of the queue, and only a full queue
 			// refuses a quick unit.
-			lengthy := c.lengthy(&u.t)
+			lengthy := c.queue.lengthy(&u.t)
 			if u.t.State() == Queued && lengthy && lengthyWaiting >= c.lengthyQueue() {
 				t.Fatalf("step %d: a lengthy unit waits with %d lengthy units waiting, their share %d", step, lengthyWaiting, c.lengthyQueue())
 			}
@@ -408,8 +408,8 @@ func reserveWalk(t *testing.T, seed uint64) {
 	}
 	s := c.Snapshot()
 	require.Zero(t, s.Load)
-	require.Zero(t, c.lengthyLoad)
-	require.Zero(t, c.lengthyWaiting)
+	require.Zero(t, c.granter.lengthyLoad)
+	require.Zero(t, c.queue.lengthyWaiting)
 	// Idle: back to the floor within four seconds, however high the reserve was.
 	for range 4 {
 		clock.Advance(time.Second)

@@ -53,6 +53,17 @@ func (r *reserve) update(floor, capacity, spare time.Duration, now time.Time) ti
 	return r.value
 }
 
+// lengthy says whether r is a lengthy unit of the reserve: expected to cost at least the
+// quick cutoff, or not measured yet (an unknown unit is not known to be quick).
+func (c *ReserveConfig) lengthy(r *Request) bool {
+	return c.Floor > 0 && (r.Cost >= c.QuickCutoff || r.Unmeasured)
+}
+
+// paced says whether the lengthy lane's starts are paced.
+func (c *ReserveConfig) paced() bool {
+	return c.Floor > 0 && (c.LaneRate > 0 || c.QuickWaitTarget > 0)
+}
+
 // clampReserve bounds a reserve to [floor, capacity]; a floor is never above the capacity
 // (Config.Validate).
 func clampReserve(v, floor, capacity time.Duration) time.Duration {

@@ -104,7 +104,7 @@ func (db *psDatabase) step(dt time.Duration) int {
 	if float64(n) > db.cores {
 		rate = db.cores / float64(n)
 	}
-	if db.slow > 0 && !db.ctl.tune.checking {
+	if db.slow > 0 && !db.ctl.adjuster.checking {
 		rate /= db.slow
 	}
 	db.clock.Advance(dt)
@@ -323,7 +323,7 @@ func TestAutoCapacityLargerUnitsAfterSettling(t *testing.T) {
 	cfg.QueueTimeout = 5 * time.Second
 	db := newPSDatabaseOf(t, cfg, 500, 16, time.Millisecond)
 	db.run(20 * time.Second)
-	require.True(t, db.ctl.tune.warm, "settled")
+	require.True(t, db.ctl.adjuster.warm, "settled")
 	require.Less(t, db.ctl.Snapshot().Capacity, 200*time.Millisecond)
 	db.oneShot = true
 	for s := db.ctl.Snapshot(); s.Running+s.Queued > 0; s = db.ctl.Snapshot() {
@@ -342,7 +342,7 @@ func TestAutoCapacityLargerUnitsAfterSettling(t *testing.T) {
 // 64 clients wait grows again, instead of running them one at a time for good.
 func TestAutoCapacityRetriesAStarvedCapacity(t *testing.T) {
 	db := newPSDatabaseOf(t, autoConfig(20*time.Millisecond), 64, 2, 20*time.Millisecond)
-	db.ctl.tune.warm = true
+	db.ctl.adjuster.warm = true
 	db.run(30 * time.Second)
 	rate := db.run(10 * time.Second)
 	require.Greater(t, rate, 0.9*100, "two processors, 20 ms units")
@@ -384,7 +384,7 @@ func TestAutoCapacityHeavyUnitsAloneDoNotGrowIt(t *testing.T) {
 	}{{300 * time.Millisecond, 100 * time.Millisecond, DecisionSparse}, {12 * time.Millisecond, 400 * time.Millisecond, DecisionUp}} {
 		clock := NewManualClock(time.Unix(1_700_000_000, 0))
 		ctl := New(autoConfig(100*time.Millisecond), clock)
-		u := &ctl.tune
+		u := &ctl.adjuster
 		u.solo[1] = soloTime{log: math.Log(0.01), n: soloSeed} // 10 ms alone
 		u.warm, u.windows, u.queued = true, 0, true
 		u.running(clock.Now(), 1, 0, 0)
@@ -414,7 +414,7 @@ func TestAutoCapacitySoloChecksBackOff(t *testing.T) {
 	checks = db.ctl.Snapshot().Auto.Solo - checks
 	// At soloEvery windows of 2 s apart, 60 s would hold 7 or 8.
 	require.LessOrEqual(t, checks, uint64(4), "solo checks in a settled minute")
-	require.Equal(t, soloEveryMax, db.ctl.tune.every)
+	require.Equal(t, soloEveryMax, db.ctl.adjuster.every)
 	before := db.ctl.Snapshot().Capacity
 	db.demand *= 2 // every unit needs twice the service, alone too
 	db.run(30 * time.Second)
@@ -436,10 +436,10 @@ func TestAutoCapacityStaleSoloTimes(t *testing.T) {
 	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
 	db.run(40 * time.Second)
 	checks := db.ctl.Snapshot().Auto.Solo
-	for typ := range db.ctl.tune.solo {
-		st := db.ctl.tune.solo[typ]
+	for typ := range db.ctl.adjuster.solo {
+		st := db.ctl.adjuster.solo[typ]
 		st.log += math.Log(10)
-		db.ctl.tune.solo[typ] = st
+		db.ctl.adjuster.solo[typ] = st
 	}
 	top := time.Duration(0)
 	for range 30 {
@@ -476,7 +476,7 @@ func TestAutoCapacityKeepsTheWorkOfADescent(t *testing.T) {
 // descent starts over.
 func TestAutoCapacityRestoresHoldLonger(t *testing.T) {
 	a := AutoConfig{Stretch: 2.5}
-	u := &tuner{}
+	u := &adjuster{}
 	ms := time.Millisecond
 	// descend runs a descent from 80 ms to 50 ms in which the stretch stays at 4 and a
 	// fifth of the work is lost, or the stretch falls to 2 when kept, and returns the last
@@ -511,7 +511,7 @@ func TestAutoCapacityRestoresHoldLonger(t *testing.T) {
 // the target, and the bar lapses with it.
 func TestAutoCapacityFloorBarRises(t *testing.T) {
 	a := AutoConfig{Stretch: 2.5}
-	u := &tuner{}
+	u := &adjuster{}
 	ms := time.Millisecond
 	// A descent from 80 ms that loses a fifth of the work: restored, with a floor at 80 ms.
 	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a)
@@ -561,7 +561,7 @@ func TestAutoCapacityFloorBarRises(t *testing.T) {
 
 	// A descent kept lifts the floor: the database got slower (a stretch of 8 at the
 	// floor), and fewer units brought the stretch down with the work kept.
-	u = &tuner{floorCap: 80 * ms, floorLeft: 30}
+	u = &adjuster{floorCap: 80 * ms, floorLeft: 30}
 	window(80*ms, 8) // past the bar: the descent begins
 	window(53*ms, 8) // measured at 53 ms
 	window(35*ms, 6)
@@ -579,7 +579,7 @@ func TestAutoCapacityFloorBarRises(t *testing.T) {
 // losses within the noise do not add up. A step whose stretch falls must keep the units too.
 func TestAutoCapacityDescentThatKeepsTheWork(t *testing.T) {
 	a := AutoConfig{Stretch: 2.5}
-	u := &tuner{}
+	u := &adjuster{}
 	ms := time.Millisecond
 	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a) // the descent begins
 	u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a) // measured at 80 ms
@@ -599,7 +599,7 @@ func TestAutoCapacityDescentThatKeepsTheWork(t *testing.T) {
 		rate float64
 		want Decision
 	}{{96, DecisionDown}, {90, DecisionRestore}} {
-		u := &tuner{}
+		u := &adjuster{}
 		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a)
 		u.judgeDescent(80*ms, 60*ms, DecisionDown, 100, 100, 4, 4, a)
 		u.judgeDescent(50*ms, 40*ms, DecisionDown, c.rate, 70, 3, 3, a)
@@ -628,7 +628,7 @@ func TestAutoCapacityOneOutlierDoesNotMoveIt(t *testing.T) {
 func settledAt(capacity time.Duration) (*ManualClock, *Controller) {
 	clock := NewManualClock(time.Unix(1_700_000_000, 0))
 	ctl := New(autoConfig(capacity), clock)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	u.solo[1] = soloTime{log: math.Log(0.01), n: soloSeed}
 	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
 	return clock, ctl
@@ -637,7 +637,7 @@ func settledAt(capacity time.Duration) (*ManualClock, *Controller) {
 // soloCheck runs a solo check at once in which units of type 1, charged 10 ms each, ran
 // alone for busy each.
 func soloCheck(clock *ManualClock, ctl *Controller, busy ...time.Duration) {
-	u := &ctl.tune
+	u := &ctl.adjuster
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	u.checking, u.stale, u.drift, u.driftN = true, false, 0, 0
@@ -651,7 +651,7 @@ func soloCheck(clock *ManualClock, ctl *Controller, busy ...time.Duration) {
 // in which units units of type 1 completed, charged cost and busy for busy each; bound:
 // they waited for capacity through the window. It returns the decision at its end.
 func endWindow(clock *ManualClock, ctl *Controller, d time.Duration, running, units int, cost, busy time.Duration, bound bool) Decision {
-	u := &ctl.tune
+	u := &ctl.adjuster
 	u.queued = true
 	u.running(clock.Now(), running, 0, 0)
 	clock.Advance(d)
@@ -676,7 +676,7 @@ func endWindow(clock *ManualClock, ctl *Controller, d time.Duration, running, un
 // undone makes the next wait twice as long.
 func TestAutoCapacityProbesDown(t *testing.T) {
 	clock, ctl := settledAt(90 * time.Millisecond)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	// windowOf runs a window of d through which units waited for capacity and running
 	// units ran, with 100 units that ran 2.5 times as long as alone, charged cost each;
 	// window is one of 2 s with four running.
@@ -727,7 +727,7 @@ func TestAutoCapacityClimbMustBringWork(t *testing.T) {
 	ms := time.Millisecond
 	for _, more := range []bool{false, true} {
 		clock, ctl := settledAt(60 * ms)
-		u := &ctl.tune
+		u := &ctl.adjuster
 		// window runs a window of 2 s with four units running and units waiting
 		// throughout, in which units units ran 1.8 times as long as alone.
 		window := func(units int) Decision {
@@ -769,7 +769,7 @@ func TestAutoCapacityClimbMustBringWork(t *testing.T) {
 func TestAutoCapacityRoomForUnitsAloneIsJudged(t *testing.T) {
 	ms := time.Millisecond
 	clock, ctl := settledAt(100 * ms)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	window := func() Decision { // 2 s, four running, 40 units 2.5 times as long as alone
 		return endWindow(clock, ctl, 2*time.Second, 4, 40, 10*ms, 25*ms, true)
 	}
@@ -792,7 +792,7 @@ func TestAutoCapacityRoomForUnitsAloneIsJudged(t *testing.T) {
 // off; one whose units all ran twice as long finds it moved.
 func TestAutoCapacitySoloChecksSpreadIsNoShift(t *testing.T) {
 	clock, ctl := settledAt(90 * time.Millisecond)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	ms := time.Millisecond
 	check := func(busy ...time.Duration) int {
 		soloCheck(clock, ctl, busy...)
@@ -807,7 +807,7 @@ func TestAutoCapacitySoloChecksSpreadIsNoShift(t *testing.T) {
 // twice as long would, and reads as no shift of them all.
 func TestAutoCapacitySoloOutlierIsClipped(t *testing.T) {
 	clock, ctl := settledAt(90 * time.Millisecond)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	ms := time.Millisecond
 	soloCheck(clock, ctl, 10*ms, 10*ms, 10*ms, 10*ms, 10*ms, 10*ms, 10*ms, 1000*ms)
 	require.InDelta(t, 10*math.Pow(soloClip, soloWeight), math.Exp(u.solo[1].log)*1000, 1e-9, "solo time, ms")
@@ -853,20 +853,20 @@ func TestAutoCapacityReversalsDampTheMoves(t *testing.T) {
 	d, moved = window(18 * time.Millisecond)
 	require.Equal(t, DecisionUp, d)
 	require.InDelta(t, math.Pow(2.5/2, settledGain), moved, 1e-3)
-	require.Equal(t, 1, ctl.tune.damp)
+	require.Equal(t, 1, ctl.adjuster.damp)
 	d, moved = window(18 * time.Millisecond)
 	require.Equal(t, DecisionUp, d)
 	require.InDelta(t, math.Pow(2.5/1.8, settledGain/2), moved, 1e-3, "a reversal halves the moves")
 	for range dampRestore - 1 {
 		window(18 * time.Millisecond)
 	}
-	require.Equal(t, 0, ctl.tune.damp)
+	require.Equal(t, 0, ctl.adjuster.damp)
 	d, moved = window(18 * time.Millisecond)
 	require.Equal(t, DecisionUp, d)
 	require.InDelta(t, math.Pow(2.5/1.8, settledGain), moved, 1e-3, "moves one way restore them")
-	require.Equal(t, 0, ctl.tune.damp)
+	require.Equal(t, 0, ctl.adjuster.damp)
 
-	u := &tuner{}
+	u := &adjuster{}
 	for _, up := range []bool{true, false, true, false, true} {
 		u.turn(up)
 	}
@@ -888,11 +888,11 @@ func TestAutoCapacityReversalsDampTheMoves(t *testing.T) {
 	} {
 		clock, ctl := settledAt(100 * time.Millisecond)
 		stretch := float64(c.busy) / float64(10*time.Millisecond)
-		ctl.tune.damp, ctl.tune.recent = c.damp, [2]float64{stretch, stretch}
+		ctl.adjuster.damp, ctl.adjuster.recent = c.damp, [2]float64{stretch, stretch}
 		from := float64(ctl.Snapshot().Capacity)
 		require.Equal(t, DecisionUp, endWindow(clock, ctl, 2*time.Second, 4, 40, 10*time.Millisecond, c.busy, true))
 		require.InDelta(t, c.moved, float64(ctl.Snapshot().Capacity)/from, 1e-3, "damped %d times, %s", c.damp, c.busy)
-		require.Equal(t, c.warm, ctl.tune.warm, "damped %d times, %s", c.damp, c.busy)
+		require.Equal(t, c.warm, ctl.adjuster.warm, "damped %d times, %s", c.damp, c.busy)
 	}
 }
 
@@ -903,7 +903,7 @@ func TestAutoCapacityReversalsDampTheMoves(t *testing.T) {
 func TestAutoCapacityDescentWaitsToBeJudged(t *testing.T) {
 	for _, kept := range []bool{false, true} {
 		clock, ctl := settledAt(90 * time.Millisecond)
-		u := &ctl.tune
+		u := &ctl.adjuster
 		var anchor, judged time.Duration
 		least := ctl.Snapshot().Capacity
 		var at []time.Duration // the capacities the windows at the judge point ran at
@@ -942,7 +942,7 @@ func TestAutoCapacityDescentWaitsToBeJudged(t *testing.T) {
 // a descent past the point where it is judged.
 func TestAutoCapacityOverloadDescentDoesNotWait(t *testing.T) {
 	clock, ctl := settledAt(180 * time.Millisecond)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	var judged time.Duration
 	// The second window moves it down, the third measures the descent there and moves
 	// on, the fourth crosses the judge point.
@@ -963,7 +963,7 @@ func TestAutoCapacityOverloadDescentDoesNotWait(t *testing.T) {
 // floor goes with it.
 func TestAutoCapacityNotUnderTheUnitsSize(t *testing.T) {
 	clock, ctl := settledAt(30 * time.Millisecond)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	// window runs one of 2 s in which light units charged 1 ms and heavy ones charged
 	// 40 ms completed, all running 4 times as long as alone, while others waited.
 	window := func(light, heavy int) Decision {
@@ -1000,7 +1000,7 @@ func TestAutoCapacityNotUnderTheUnitsSize(t *testing.T) {
 // does not bound the units under countFloor; max_concurrency, when lower, still holds.
 func TestAutoCapacityBoundsTheUnitsRunning(t *testing.T) {
 	clock, ctl := settledAt(120 * time.Millisecond)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	for range 3 {
 		endWindow(clock, ctl, 2*time.Second, 8, 100, 10*time.Millisecond, 25*time.Millisecond, true)
 	}
@@ -1035,7 +1035,7 @@ func TestAutoCapacityBoundsTheUnitsRunning(t *testing.T) {
 	cfg := ctl.cfg
 	cfg.MaxConcurrency = 3
 	ctl.Configure(cfg)
-	require.Equal(t, 3, ctl.maxRunning())
+	require.Equal(t, 3, ctl.granter.maxRunning())
 }
 
 // TestAutoCapacityMovesFromWhatTheBoundLetRun: when the bound on units running, not the
@@ -1044,7 +1044,7 @@ func TestAutoCapacityBoundsTheUnitsRunning(t *testing.T) {
 // capacity no longer holds it.
 func TestAutoCapacityMovesFromWhatTheBoundLetRun(t *testing.T) {
 	clock, ctl := settledAt(400 * time.Millisecond)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	u.state.MaxRunning = 8
 	u.floorCap, u.floorLeft = 400*time.Millisecond, restoreWindows
 	// window runs 2 s with running units charged 100 ms in all, 8 of them (at the bound,
@@ -1076,7 +1076,7 @@ func TestAutoCapacityMovesFromWhatTheBoundLetRun(t *testing.T) {
 // their busy times grew with what it let run.
 func TestAutoCapacitySizeFloorAtTheTarget(t *testing.T) {
 	clock, ctl := settledAt(30 * time.Millisecond)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	for range 10 {
 		u.sized(1, 100*time.Millisecond) // 10 ms alone, 10 times as long
 		u.complete(1, 100*time.Millisecond, 100*time.Millisecond, false)
@@ -1094,7 +1094,7 @@ func TestAutoCapacitySizeFloorAtTheTarget(t *testing.T) {
 // work.
 func TestAutoCapacityLiftsABoundOfOtherWork(t *testing.T) {
 	clock, ctl := settledAt(400 * time.Millisecond)
-	u := &ctl.tune
+	u := &ctl.adjuster
 	u.par = [3]float64{1, 1, 1}
 	u.state.Parallelism, u.state.MaxRunning = 1, 5
 	u.queued, u.waitingNow = true, true
@@ -1109,5 +1109,5 @@ func TestAutoCapacityLiftsABoundOfOtherWork(t *testing.T) {
 	ctl.adapt(clock.Now())
 	ctl.mu.Unlock()
 	require.Zero(t, u.state.MaxRunning)
-	require.Zero(t, ctl.maxRunning())
+	require.Zero(t, ctl.granter.maxRunning())
 }
