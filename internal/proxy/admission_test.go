@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
+	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -46,11 +47,10 @@ func TestTagSetForgetsTheOldestHalfPastItsBound(t *testing.T) {
 func TestUnitShape(t *testing.T) {
 	shape := func(key typeKey, txn bool, sql string) (uint64, uint64) {
 		r := classify.New().Classify([]byte(sql))
-		s := &session{user: "app"}
-		s.rec = &recorder{typeKey: key}
-		s.stmt = statement{valid: true, hash: r.Hash, kind: r.Kind, digest: r.Digest, tag: r.Tag}
-		k := s.unitKey(txn)
-		return k, s.unitShape(k, txn)
+		s := &session{connState: connState{user: "app"}, collaborators: &collaborators{rec: &recorder{typeKey: key}}}
+		st := statement{valid: true, hash: r.Hash, digest: r.Digest, tag: r.Tag, Statement: routing.Statement{Kind: r.Kind}}
+		k := s.unitKey(&st, txn)
+		return k, s.unitShape(&st, k, txn)
 	}
 	lookup := "/* gk:type=search */ SELECT * FROM item WHERE i_id = 5"
 	scan := "/* gk:type=search */ SELECT * FROM item WHERE i_title LIKE '%a%'"

@@ -42,23 +42,27 @@ func newPolicers(a config.Admission, now time.Time) (*admission.Policers, error)
 	return admission.NewPolicers(rules, now)
 }
 
-// police runs the rate policers on the unit about to ask for admission; it returns the
-// name of the policer that refused it, or "".
-func (s *session) police(key uint64) string {
+// police runs the rate policers on the unit about to ask for admission. It returns false
+// when one refused the unit; the client has been told why.
+func (s *session) police(p *plan) bool {
 	ps := s.adm.policers.Load()
 	if ps.Len() == 0 {
-		return ""
+		return true
 	}
-	u := admission.Policed{User: s.user, Schema: s.schema, Client: s.clientAddr}
-	if s.stmt.valid && s.stmt.tag != nil {
-		u.Type = string(s.stmt.tag)
+	u := admission.Policed{User: s.user, Schema: s.schema, Client: s.info.addr}
+	if p.stmt.valid && p.stmt.tag != nil {
+		u.Type = string(p.stmt.tag)
 	} else {
-		u.Type = fmt.Sprintf("%016x", key)
+		u.Type = fmt.Sprintf("%016x", p.req.Type)
 	}
-	if rule, ok := ps.Allow(&u, time.Now()); !ok {
-		return rule
+	rule, ok := ps.Allow(&u, time.Now())
+	if ok {
+		return true
 	}
-	return ""
+	s.metrics.refusedVec.WithLabelValues("policer").Inc()
+	s.sendError(&clientError{code: codeLockWaitTimeout, state: stateGeneral, err: errPoliced{rule},
+		msg: fmt.Sprintf("gatekeeper: rate limit: policer %q (admission.policers) refused the statement; retry later", rule)})
+	return false
 }
 
 // adaptPolicers moves the adaptive policers' rates from the current signals.

@@ -1,12 +1,12 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,123 +18,88 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/pooled"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
-	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 )
 
-// pooling is what pooled mode adds to the server: the pool of connections to the primary,
-// the accounts clients log in with, and the primary's greeting, which the proxy's own
-// imitates so that clients see the server they expect.
-type pooling struct {
-	pool    *backend.Pool
+// pooledMode is what pooled mode adds to the server: a pool of connections per backend,
+// what its sessions share, and the primary's greeting, which the proxy's own imitates so
+// that clients see the server they expect.
+type pooledMode struct {
+	// pools are the backends' pools: the primary's first, then the replicas' in the
+	// router's order (routing.Decision.Backend indexes them).
+	pools   []*backend.Pool
 	metrics *backend.Metrics
-	// rt routes reads to replicas; nil without them.
-	rt *routing
+	shared  *pooled.Shared
+	primary string
+	connect time.Duration
 	// greeting is the primary's greeting, read once it answers.
 	greeting atomic.Pointer[protocol.Greeting]
 	probeMu  sync.Mutex
 	// attrs are the connection attributes of the proxy's own connections.
-	attrs []protocol.Attribute
-
-	// maxStmts and maxStmtBytes bound a session's prepared statements and the bytes of
-	// their texts, which the proxy keeps to prepare them again on other connections.
-	maxStmts, maxStmtBytes int
-
-	pinsTotal [numPinReasons]prometheus.Counter
-	pinned    prometheus.Gauge
-	resets    prometheus.Counter
-	syncs     prometheus.Counter
+	attrs     []protocol.Attribute
 	authFails *prometheus.CounterVec
 }
 
-func newPooling(cfg config.Config, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) (*pooling, error) {
-	p := &pooling{
-		metrics:      backend.NewMetrics(reg),
-		maxStmts:     16382,    // MySQL's default max_prepared_stmt_count
-		maxStmtBytes: 64 << 20, // statement text per client connection
-		attrs:        []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
+// newPooledMode returns pooled mode's pools for the primary and, when reads are routed to
+// them, for replicas.
+func newPooledMode(cfg *config.Config, replicas []string, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) *pooledMode {
+	m := &pooledMode{
+		metrics: backend.NewMetrics(reg),
+		shared:  pooled.NewShared(reg),
+		primary: cfg.Backends.Primary,
+		connect: cfg.Backends.ConnectTimeout,
+		attrs:   []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
 	}
-	pins := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gatekeeper_session_pins_total",
-		Help: "Times a client session was pinned to its backend connection, by reason.",
-	}, []string{"reason"})
-	for r := range numPinReasons {
-		p.pinsTotal[r] = pins.WithLabelValues(r.String())
-	}
-	p.pinned = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "gatekeeper_sessions_pinned",
-		Help: "Client sessions pinned to a backend connection now.",
-	})
-	p.resets = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "gatekeeper_backend_resets_total",
-		Help: "Pooled connections reset (COM_RESET_CONNECTION) after a session that left state on them.",
-	})
-	p.syncs = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "gatekeeper_session_state_syncs_total",
-		Help: "Units whose session state (schema, variables, user) was carried to a pooled connection first.",
-	})
-	p.authFails = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.authFails = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gatekeeper_auth_failures_total",
 		Help: "Client logins the proxy refused in pooled mode, by reason.",
 	}, []string{"reason"})
-	p.pool = p.newPool(cfg.Backends.Primary, cfg, tlsFor, log)
-	if cfg.Routes() {
-		var err error
-		if p.rt, err = newRouting(cfg, p, tlsFor, log, reg); err != nil {
-			return nil, err
+	for _, addr := range append([]string{cfg.Backends.Primary}, replicas...) {
+		dialer := &backend.Dialer{Addr: addr, ConnectTimeout: cfg.Backends.ConnectTimeout,
+			DeadAfter: cfg.Backends.DeadAfter, TLS: tlsFor}
+		pc := backend.PoolConfig{
+			MaxOpen: cfg.Pools.MaxOpen, MaxIdle: cfg.Pools.MaxIdle, IdleTimeout: cfg.Pools.IdleTimeout,
+			MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
 		}
+		m.pools = append(m.pools, backend.NewPool(dialer, pc, m.metrics, log))
 	}
-	reg.MustRegister(pins, p.pinned, p.resets, p.syncs, p.authFails, backend.NewPoolCollector(p.pools))
-	return p, nil
+	reg.MustRegister(m.authFails, backend.NewPoolCollector(func() []*backend.Pool { return m.pools }))
+	return m
 }
 
-// newPool returns a pool of connections to addr.
-func (p *pooling) newPool(addr string, cfg config.Config, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger) *backend.Pool {
-	dialer := &backend.Dialer{Addr: addr, ConnectTimeout: cfg.Backends.ConnectTimeout,
-		DeadAfter: cfg.Backends.DeadAfter, TLS: tlsFor}
-	pc := backend.PoolConfig{
-		MaxOpen: cfg.Pools.MaxOpen, MaxIdle: cfg.Pools.MaxIdle, IdleTimeout: cfg.Pools.IdleTimeout,
-		MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
-	}
-	return backend.NewPool(dialer, pc, p.metrics, log)
-}
-
-// pools returns the primary's pool and the replicas'.
-func (p *pooling) pools() []*backend.Pool {
-	all := []*backend.Pool{p.pool}
-	if p.rt != nil {
-		all = append(all, p.rt.pools...)
-	}
-	return all
+func (m *pooledMode) link(s *session) backendLink {
+	return &pooledLink{s: s, m: m, pl: pooled.NewSession(m.shared, s.log)}
 }
 
 // poolOf returns the pool of the backend at addr.
-func (p *pooling) poolOf(addr string) *backend.Pool {
-	for _, pool := range p.pools() {
+func (m *pooledMode) poolOf(addr string) *backend.Pool {
+	for _, pool := range m.pools {
 		if pool.Addr() == addr {
 			return pool
 		}
 	}
-	return p.pool
+	return m.pools[0]
 }
 
 // primaryGreeting returns the primary's greeting, dialing it (without logging in) the
 // first time.
-func (p *pooling) primaryGreeting(ctx context.Context, addr string, timeout time.Duration) (*protocol.Greeting, error) {
-	if g := p.greeting.Load(); g != nil {
+func (m *pooledMode) primaryGreeting(ctx context.Context) (*protocol.Greeting, error) {
+	if g := m.greeting.Load(); g != nil {
 		return g, nil
 	}
-	p.probeMu.Lock()
-	defer p.probeMu.Unlock()
-	if g := p.greeting.Load(); g != nil {
+	m.probeMu.Lock()
+	defer m.probeMu.Unlock()
+	if g := m.greeting.Load(); g != nil {
 		return g, nil
 	}
-	nc, err := dialBackend(ctx, addr, timeout, 0)
+	nc, err := dialBackend(ctx, m.primary, m.connect, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(timeout))
+	_ = nc.SetDeadline(time.Now().Add(m.connect))
 	c := protocol.NewConn(nc)
 	pkt, err := c.ReadPacket()
 	if err != nil {
@@ -148,455 +113,327 @@ func (p *pooling) primaryGreeting(ctx context.Context, addr string, timeout time
 	if err != nil {
 		return nil, err
 	}
-	p.greeting.Store(g)
+	m.greeting.Store(g)
 	return g, nil
 }
 
-// pinReason is why a session keeps its backend connection between units.
-type pinReason uint8
-
-const (
-	pinUserVariable pinReason = iota
-	pinGetLock
-	pinLockTables
-	pinTemporaryTable
-	pinPreparedSQL
-	pinFoundRows
-	pinLastInsertID
-	pinNextTransaction
-	pinSessionTracking
-	pinHandler
-	pinXA
-	pinSQLLogBin
-	pinSessionVariable
-	pinSessionState
-	pinLongData
-	pinCursor
-	pinSetOption
-	pinNoTracking
-	numPinReasons
-)
-
-var pinNames = [numPinReasons]string{
-	"user_variable", "get_lock", "lock_tables", "temporary_table", "prepared_sql", "found_rows",
-	"last_insert_id", "next_transaction", "session_tracking", "handler", "xa", "sql_log_bin",
-	"session_variable", "session_state", "long_data", "cursor", "set_option", "no_tracking",
+// pooledLink is pooled mode's backend link: the proxy authenticates the client itself
+// (pooled_auth.go), and each unit leases a connection from the pool of the backend its
+// route names, brought to the session's state first (package pooled).
+type pooledLink struct {
+	s  *session
+	m  *pooledMode
+	pl *pooled.Session
+	// leave ends the user's count against its max_connections; nil when not counted.
+	leave func()
+	// scramble is the challenge of the proxy's greeting, which a COM_CHANGE_USER answers.
+	scramble []byte
+	// last is the address of the backend of the open or last unit.
+	last string
 }
 
-func (r pinReason) String() string { return pinNames[r] }
+var _ backendLink = (*pooledLink)(nil)
 
-// transientPins end with the unit after the one that set them: SQL_CALC_FOUND_ROWS is read
-// by the next statement, SET TRANSACTION applies to the next transaction.
-const transientPins = 1<<pinFoundRows | 1<<pinLastInsertID | 1<<pinNextTransaction
+func (l *pooledLink) held() bool     { return l.pl.Lease() != nil }
+func (l *pooledLink) pinned() bool   { return l.pl.Pinned() }
+func (l *pooledLink) addr() string   { return l.last }
+func (l *pooledLink) drop()          { l.pl.Discard() }
+func (l *pooledLink) abort()         { l.pl.Abort() }
+func (l *pooledLink) view() linkView { return linkView{credential: "pooled", pins: l.pl.Pins.Bits} }
 
-// pins are the reasons a session holds its connection, as bits of pinReason.
-type pins struct {
-	bits uint32
-	// getLocks counts GET_LOCK calls not matched by RELEASE_LOCK.
-	getLocks int
-	// expiring are transient pins set before the current unit: they end with it.
-	expiring uint32
+func (l *pooledLink) backendNow() (string, uint32) {
+	if c := l.pl.Conn(); c != nil {
+		return c.Addr(), c.ThreadID()
+	}
+	return "", 0
 }
 
-func (p *pins) has(r pinReason) bool { return p.bits&(1<<r) != 0 }
-
-// names returns the pin reasons set, for the sessions API.
-func (p *pins) names() []string {
-	var out []string
-	for r := range numPinReasons {
-		if p.has(r) {
-			out = append(out, r.String())
+// readOnly tells whether the session made its transactions read-only.
+func (l *pooledLink) readOnly() bool {
+	for _, name := range [...]string{"transaction_read_only", "tx_read_only"} {
+		if v, ok := l.pl.State.Var(name); ok {
+			return v == "1" || strings.EqualFold(v, "ON")
 		}
 	}
-	return out
+	return false
 }
 
-// pooledState is a session's side of pooled mode.
-type pooledState struct {
-	pooling *pooling
-	want    backend.Want
-	state   *backend.State
-	// lease is the connection of the open unit, or of a pinned session between units.
-	lease *backend.Lease
-	// last is the connection of the last unit, asked for again for the next.
-	last *backend.Conn
-	pins pins
-	// clientCaps are the capabilities agreed with the client.
-	clientCaps uint32
-	// stmts are the client's prepared statements, under the proxy's ids.
-	stmts  map[uint32]*clientStmt
-	nextID uint32
-	// leave ends the user's count against its max_connections.
-	leave func()
-	// cursors and longData count the statements with an open cursor, or with data sent
-	// for their next execution; stmtBytes the bytes of the statements' texts.
-	cursors, longData, stmtBytes int
-	// unflushed: the server holds session-state records for the next OK of the leased
-	// connection, which the last response (an EOF-ended result set) could not carry.
-	unflushed bool
-}
-
-// acquirePooled leases a connection for a new unit and brings it to the session's state.
-func (s *session) acquirePooled() (*protocol.Conn, error) {
-	switch {
-	case s.pl.lease != nil:
-		return s.acquireFrom(nil, nil, reasonNone)
-	case s.rs != nil && s.rs.plan.set: // routed before admission
-		p := s.rs.plan
-		s.rs.plan = routePlan{}
-		return s.acquireFrom(p.pool, p.to, p.reason)
-	}
-	return s.acquireFrom(s.route())
-}
-
-// acquireFrom leases, unless the session holds one, a connection of pool (the primary's
-// when nil) for a unit that goes to backend to for reason, and brings it to the session's
-// state.
-func (s *session) acquireFrom(pool *backend.Pool, to *replicas.Backend, reason readReason) (*protocol.Conn, error) {
-	pl := s.pl
-	if pl.lease == nil {
-		pl.want.State = pl.state
-		lease, err := s.leaseFor(pool, to, reason)
-		if err != nil {
-			s.routeDone()
+// acquire leases, unless the session holds one, a connection where p.route says, and
+// brings it to the session's state.
+func (l *pooledLink) acquire(p *plan) (*protocol.Conn, error) {
+	s := l.s
+	if l.pl.Lease() == nil {
+		if err := l.lease(p); err != nil {
+			s.routes.Done()
 			return nil, err
 		}
-		c := lease.Conn()
-		needLID := s.stmt.valid && s.stmt.uses&classify.UsesLastInsertID != 0
-		if !pl.state.Matches(c) || needLID {
-			if err := c.Sync(s.ctx, &pl.want, pl.state, needLID); err != nil {
-				lease.Discard()
-				s.routeDone()
-				return nil, err
-			}
-			pl.pooling.syncs.Inc()
-		}
-		s.mu.Lock()
-		pl.lease = lease
-		s.mu.Unlock()
-	} else if s.rs != nil {
-		s.countPinnedRead()
+	} else {
+		s.routes.PinnedRead(p.stmt.routed(), s.inTxn)
 	}
-	c := pl.lease.Conn()
-	s.backendAddr = c.Addr()
-	s.relay.Capabilities = c.Capabilities()
-	s.relay.StripSessionState = pl.clientCaps&mysql.CLIENT_SESSION_TRACK == 0 && c.Capabilities()&mysql.CLIENT_SESSION_TRACK != 0
+	c := l.pl.Lease().Conn()
+	l.last = c.Addr()
+	s.wire.Capabilities = c.Capabilities()
+	s.wire.StripSessionState = l.pl.ClientCaps&mysql.CLIENT_SESSION_TRACK == 0 && c.Capabilities()&mysql.CLIENT_SESSION_TRACK != 0
 	c.BeforeCommand()
 	return c.Packets(), nil
 }
 
-// releasePooled ends a unit: the connection goes back to the pool unless the session is
-// pinned to it.
-func (s *session) releasePooled() {
-	pl := s.pl
-	if pl.lease == nil {
-		return
-	}
-	pl.pins.bits &^= pl.pins.expiring
-	if rs := s.rs; rs != nil && rs.to != nil && !rs.to.Primary {
-		// A read-only transaction on a replica ends: what it left for the next unit
-		// (FOUND_ROWS, LAST_INSERT_ID(expr), SET TRANSACTION) stays with the replica's
-		// connection, so that the next unit, which may write, is not held to it.
-		pl.pins.bits &^= transientPins
-		s.setPinned(pl.pins.bits != 0)
-	}
-	pl.pins.expiring = pl.pins.bits & transientPins
-	if pl.pins.bits != 0 {
-		return
-	}
-	c := pl.lease.Conn()
-	if pl.unflushed {
-		// Take the records the server still holds, so that they reach no other session;
-		// they describe what the session saw already.
-		pl.unflushed = false
-		if err := c.FlushState(); err != nil {
-			s.backendBroken = true
-		}
-	}
-	c.Adopt(pl.state)
-	s.routeDone()
-	s.mu.Lock()
-	lease := pl.lease
-	pl.lease = nil
-	killing := s.killing
-	s.mu.Unlock()
-	pl.last = c
-	if s.backendBroken {
-		s.backendBroken = false
-		lease.Discard()
-		return
-	}
-	if killing {
-		// A KILL QUERY of this session may still be on its way to the connection: no
-		// other session may get it.
-		lease.Discard()
-		return
-	}
-	lease.Release()
-}
-
-// closePooled gives the connection of a closing session back: reset first when the session
-// left state on it, closed when it broke.
-func (s *session) closePooled() {
-	pl := s.pl
-	if pl.leave != nil {
-		pl.leave()
-	}
-	s.setPinned(false)
-	s.routeDone()
-	s.mu.Lock()
-	lease := pl.lease
-	pl.lease = nil
-	s.mu.Unlock()
-	if lease == nil {
-		return
-	}
-	c := lease.Conn()
-	if s.backendBroken || s.killing {
-		lease.Discard()
-		return
-	}
-	if pl.pins.bits != 0 || s.inTxn || s.unit.open {
-		_ = c.Packets().SetDeadline(time.Now().Add(2 * time.Second))
-		err := c.Reset()
-		_ = c.Packets().SetDeadline(time.Time{})
-		if err != nil {
-			lease.Discard()
-			return
-		}
-		pl.pooling.resets.Inc()
-	}
-	lease.Release()
-}
-
-// pin records that the session keeps its connection for reason.
-func (s *session) pin(r pinReason) {
-	pl := s.pl
-	if pl.pins.has(r) {
-		return
-	}
-	pl.pins.bits |= 1 << r
-	pl.pooling.pinsTotal[r].Inc()
-	s.log.Debug("session pinned to its backend connection", "reason", r.String())
-}
-
-func (s *session) unpin(r pinReason) { s.pl.pins.bits &^= 1 << r }
-
-// setPinned keeps the pinned-sessions gauge and the snapshot of the pins up to date.
-func (s *session) setPinned(on bool) {
-	if on == s.pinnedGauge {
-		return
-	}
-	s.pinnedGauge = on
-	if on {
-		s.pl.pooling.pinned.Inc()
-	} else {
-		s.pl.pooling.pinned.Dec()
-	}
-}
-
-// notePooled learns from the command just run what the session state is now and whether
-// the session must keep its connection.
-func (s *session) notePooled(cmd byte) {
-	pl := s.pl
-	res := &s.res
-	if res.LastInsertID != 0 {
-		pl.state.LastInsertID = res.LastInsertID
-	}
-	st := &s.stmt
-	if (cmd == mysql.COM_QUERY || cmd == mysql.COM_STMT_EXECUTE) && st.valid && res.Err == nil {
-		s.pinsOfStatement(st)
-	}
-	if res.StateChanged {
-		s.trackState(cmd, st)
-	}
-	if cmd == mysql.COM_INIT_DB && res.Err == nil && !res.SchemaChanged && s.cmd.Complete() {
-		pl.state.Schema = string(s.cmd.Text())
-	}
-	if cmd == mysql.COM_SET_OPTION && res.Err == nil {
-		s.pin(pinSetOption) // the connection's multi-statement setting differs from its key
-	}
-	s.setPinned(pl.pins.bits != 0)
-}
-
-// pinsOfStatement applies what the classifier saw of a successful statement.
-func (s *session) pinsOfStatement(st *statement) {
-	u := st.uses
-	if u == 0 {
-		if st.kind == classify.Session && !s.pl.lease.Conn().Tracking() {
-			s.pin(pinNoTracking)
-		}
-		return
-	}
-	pl := s.pl
-	if u&classify.UsesUserVariable != 0 {
-		s.pin(pinUserVariable)
-	}
-	if u&classify.UsesGetLock != 0 {
-		pl.pins.getLocks++
-		s.pin(pinGetLock)
-	}
-	if u&classify.UsesReleaseLock != 0 && pl.pins.getLocks > 0 {
-		if pl.pins.getLocks--; pl.pins.getLocks == 0 {
-			s.unpin(pinGetLock)
-		}
-	}
-	if u&classify.UsesReleaseAllLocks != 0 {
-		pl.pins.getLocks = 0
-		s.unpin(pinGetLock)
-	}
-	if u&classify.UsesLockTables != 0 {
-		s.pin(pinLockTables)
-	}
-	if u&classify.UsesUnlockTables != 0 {
-		s.unpin(pinLockTables)
-	}
-	if u&classify.UsesTemporaryTable != 0 {
-		s.pin(pinTemporaryTable)
-	}
-	if u&classify.UsesPrepare != 0 {
-		s.pin(pinPreparedSQL)
-	}
-	if u&classify.UsesFoundRows != 0 {
-		s.pinTransient(pinFoundRows)
-	}
-	if u&classify.UsesSetLastInsertID != 0 {
-		s.pinTransient(pinLastInsertID)
-	}
-	if u&classify.UsesNextTransaction != 0 {
-		s.pinTransient(pinNextTransaction)
-	}
-	if u&classify.UsesSessionTracking != 0 {
-		s.pin(pinSessionTracking)
-	}
-	if u&classify.UsesHandler != 0 {
-		s.pin(pinHandler)
-	}
-	if u&classify.UsesXAStart != 0 {
-		s.pin(pinXA)
-	}
-	if u&classify.UsesXAEnd != 0 {
-		s.unpin(pinXA)
-	}
-	if !s.pl.lease.Conn().Tracking() && st.kind == classify.Session {
-		s.pin(pinNoTracking)
-	}
-}
-
-// pinTransient pins for the rest of this unit and the whole of the next.
-func (s *session) pinTransient(r pinReason) {
-	s.pin(r)
-	s.pl.pins.expiring &^= 1 << r
-}
-
-// untracked are variables whose tracked value cannot be set again on another connection:
-// they are fixed values of a moment (timestamp), one-shot values for the next statement,
-// or ids that belong to one connection.
-var untracked = map[string]bool{
-	"timestamp": true, "insert_id": true, "last_insert_id": true, "identity": true,
-	"rand_seed1": true, "rand_seed2": true, "pseudo_thread_id": true, "gtid_seq_no": true,
-	"pseudo_slave_mode": true, "sql_log_bin": true,
-}
-
-// trackState applies the session-state records of a response: variables and schema follow
-// the session; a change the records do not explain pins it.
-func (s *session) trackState(cmd byte, st *statement) {
-	pl := s.pl
-	// Records that describe the statement's own doing, not the session's: SET STATEMENT
-	// var=value FOR ... reports the variable it set for the one statement, and a prepared
-	// statement run in the schema or SQL mode it was prepared in reports the switch. The
-	// server has put the session's own values back already.
-	borrowed := st.valid && bytes.HasPrefix(st.digest, setStatementFor) ||
-		cmd == mysql.COM_STMT_EXECUTE && !st.opaque && st.kind != classify.Session
-	if len(s.res.StateChanges) == 0 {
-		// An EOF-ended result set cannot carry the records: the server sends them with
-		// the next OK, which must not reach another session.
-		pl.unflushed = true
-		if !borrowed && !(cmd == mysql.COM_STMT_EXECUTE && !st.opaque) &&
-			!pl.pins.has(pinUserVariable) && !pl.pins.has(pinTemporaryTable) && !pl.pins.has(pinPreparedSQL) {
-			s.pin(pinSessionState)
-		}
-		return
-	}
-	if borrowed {
-		return
-	}
-	explained, changed, ok := s.applyRecords(s.res.StateChanges, cmd != mysql.COM_STMT_EXECUTE)
-	if !ok {
-		s.pin(pinSessionState)
-		return
-	}
-	// A change the records explain is the whole change, unless the statement may do more
-	// than the classifier sees (a CALL, several statements): then user variables or
-	// temporary tables may hide behind it.
-	if changed && (!explained || st.opaque) && !pl.pins.has(pinUserVariable) && !pl.pins.has(pinTemporaryTable) && !pl.pins.has(pinPreparedSQL) {
-		s.pin(pinSessionState)
-	}
-}
-
-// applyRecords applies session-state records to the session state; schemas too when
-// withSchema. explained says that a variable or the schema changed, changed that the
-// server flagged a change of state; ok is false for records it cannot read.
-func (s *session) applyRecords(records []byte, withSchema bool) (explained, changed, ok bool) {
-	pl := s.pl
-	charsetSet, collationSet := false, false
-	for rest := records; len(rest) > 0; {
-		sc, next, good := protocol.NextStateChange(rest)
-		if !good {
-			return explained, changed, false
-		}
-		rest = next
-		switch sc.Type {
-		case mysql.SESSION_TRACK_SYSTEM_VARIABLES:
-			explained = true
-			if bytes.EqualFold(sc.Name, lastGTID) {
-				continue // the commit position of the last write, not a setting
-			}
-			name := strings.ToLower(string(sc.Name))
-			switch {
-			case name == "sql_log_bin":
-				if v := string(sc.Value); v == "OFF" || v == "0" {
-					s.pin(pinSQLLogBin)
-				} else {
-					s.unpin(pinSQLLogBin)
-				}
-			case strings.HasPrefix(name, "session_track_"):
-				s.pin(pinSessionTracking)
-			case untracked[name] || !backend.ValidVarName(sc.Name):
-				s.pin(pinSessionVariable)
-			default:
-				pl.state.SetVar(name, string(sc.Value))
-				charsetSet = charsetSet || name == "character_set_connection"
-				collationSet = collationSet || name == "collation_connection"
-			}
-		case mysql.SESSION_TRACK_SCHEMA:
-			if withSchema {
-				explained = true
-				pl.state.Schema = string(sc.Value)
-			}
-		case mysql.SESSION_TRACK_STATE_CHANGE:
-			changed = bytes.Equal(sc.Value, []byte("1"))
-		}
-	}
-	if charsetSet && !collationSet {
-		// SET NAMES cs COLLATE c reports the character sets but not the collation.
-		s.trackCollation()
-	}
-	return explained, changed, true
-}
-
-// setStatementFor starts the digest of SET STATEMENT ... FOR statement.
-var setStatementFor = []byte("SET STATEMENT ")
-
-// trackCollation reads the connection's collation after the character sets changed, since
-// session tracking does not report it.
-func (s *session) trackCollation() {
-	v, err := s.pl.lease.Conn().Variable("collation_connection")
+// lease leases a connection for the unit and makes it the session's.
+func (l *pooledLink) lease(p *plan) error {
+	lease, err := l.leaseFor(p)
 	if err != nil {
-		s.pin(pinSessionVariable) // the collation cannot be known: keep the connection
-		return
+		return err
 	}
-	s.pl.state.SetVar("collation_connection", v)
+	needLID := p.stmt.valid && p.stmt.Uses&classify.UsesLastInsertID != 0
+	return l.pl.Take(l.s.ctx, lease, needLID)
+}
+
+// leaseFor leases a connection of the pool of the backend p.route names, and counts where
+// the unit went. A replica that cannot give one is marked down (unless all its
+// connections are busy) and the unit falls back to the primary.
+func (l *pooledLink) leaseFor(p *plan) (*backend.Lease, error) {
+	s := l.s
+	if p.route.Replica() {
+		lease, err := l.fromReplica(&p.route)
+		if err == nil {
+			s.routes.Leased()
+			return lease, nil
+		}
+		if s.ctx.Err() != nil {
+			return nil, err
+		}
+		s.log.Debug("replica gave no connection; the read goes to the primary", "backend", p.route.To.Addr, "err", err)
+		s.fallBack(p, err, !errors.Is(err, backend.ErrWaitTimeout))
+	}
+	lease, err := l.m.pools[0].Acquire(s.ctx, l.pl.WantNow())
+	if err == nil {
+		s.routes.Leased()
+	}
+	return lease, err
+}
+
+// fromReplica leases a connection of the replica d names.
+func (l *pooledLink) fromReplica(d *routing.Decision) (*backend.Lease, error) {
+	pool := l.m.pools[d.Backend()]
+	lease, err := pool.Acquire(l.s.ctx, l.pl.WantNow())
+	if errors.Is(err, backend.ErrBackoff) {
+		if st := d.To.Status(); st.Up && pool.Redial(st.Checked) {
+			// The replica's monitor saw it answer after the dials failed: dial now,
+			// rather than send its reads to the primary until the backoff runs out.
+			lease, err = pool.Acquire(l.s.ctx, l.pl.WantNow())
+		}
+	}
+	return lease, err
+}
+
+// release ends a unit: the connection goes back to the pool unless the session is pinned
+// to it.
+func (l *pooledLink) release() {
+	s := l.s
+	if l.pl.Release(s.routes.Current().Replica(), s.backendBroken) {
+		s.backendBroken = false
+		s.routes.Done()
+	}
+}
+
+// close gives the connection of a closing session back: reset first when the session left
+// state on it, closed when it broke.
+func (l *pooledLink) close() {
+	s := l.s
+	if l.leave != nil {
+		l.leave()
+		l.leave = nil
+	}
+	s.routes.Done()
+	l.pl.Close(s.backendBroken, s.inTxn || s.unit.open)
+}
+
+// prepare maps the statement id of a command to the connection it runs on, preparing the
+// statement there first when it is missing; for COM_STMT_PREPARE, it picks the id the
+// client will know the statement by.
+func (l *pooledLink) prepare(p *plan) (ok, keep bool) {
+	s := l.s
+	p.clientStmtID, _ = pooled.StmtID(s.cmd.Payload)
+	switch p.op {
+	case mysql.COM_STMT_PREPARE:
+		s.wire.StmtID = l.pl.NextID()
+		return true, true
+	case mysql.COM_STMT_EXECUTE, mysql.COM_STMT_FETCH, mysql.COM_STMT_RESET, mysql.COM_STMT_SEND_LONG_DATA:
+	default:
+		return true, true
+	}
+	err := l.pl.Prepare(s.ctx, &s.cmd, s.id<<32|uint64(p.clientStmtID))
+	if err == nil {
+		return true, true
+	}
+	var se *protocol.ServerError
+	if errors.As(err, &se) {
+		// The statement no longer prepares (a table dropped): the client gets the
+		// server's reason as the answer to its command.
+		if p.op != mysql.COM_STMT_SEND_LONG_DATA {
+			s.relayError(se)
+		}
+		return false, s.client.IOErr() == nil
+	}
+	s.backendBroken = true
+	s.fail(p.op, err, s.client.Written())
+	return false, false
+}
+
+// note learns from the command just run what the session state is now, what became of its
+// prepared statements, and whether the session must keep its connection.
+func (l *pooledLink) note(p *plan) {
+	s := l.s
+	if p.op == mysql.COM_STMT_PREPARE {
+		s.wire.StmtID = 0
+	}
+	text, complete := s.cmd.Text(), s.cmd.Complete()
+	if cs := l.pl.NoteStmt(p.op, p.clientStmtID, text, complete, &s.res); cs != nil && p.stmt.connIDOnly {
+		cs.ConnIDOnly, cs.ConnIDName = true, string(p.stmt.connIDName)
+	}
+	st := p.stmt.pooled()
+	l.pl.Note(p.op, &st, &s.res, text, complete)
+}
+
+// intercept answers the commands that pooled mode handles in the proxy, wholly or in
+// part, before a unit starts: the connection's own (quit, ping, reset, change user,
+// CONNECTION_ID() and KILL, which name the proxy's connection ids) and the prepared
+// statements' (their ids are the proxy's).
+func (l *pooledLink) intercept(p *plan) (handled, keep bool) {
+	s := l.s
+	switch p.op {
+	case mysql.COM_QUIT:
+		return true, false // the connection goes back to the pool, not to the server's goodbye
+	case mysql.COM_PING:
+		if !l.held() {
+			return true, s.writeLocalOK()
+		}
+	case mysql.COM_RESET_CONNECTION:
+		l.reset()
+		s.publish()
+		return true, s.writeLocalOK()
+	case mysql.COM_CHANGE_USER:
+		keep := l.changeUser()
+		s.publish()
+		return true, keep
+	case mysql.COM_QUERY:
+		return l.interceptQuery(p)
+	case mysql.COM_PROCESS_KILL:
+		if id, ok := pooled.StmtID(s.cmd.Payload); ok {
+			return true, l.kill(uint64(id), false)
+		}
+	default:
+		return l.interceptStmt(p)
+	}
+	return false, true
+}
+
+// interceptQuery answers SELECT CONNECTION_ID() and KILL, which name the proxy's ids.
+func (l *pooledLink) interceptQuery(p *plan) (handled, keep bool) {
+	st := &p.stmt
+	switch {
+	case !st.valid:
+	case st.connIDOnly:
+		return true, l.answerConnectionID(string(st.connIDName), false)
+	case st.Uses&classify.UsesKill != 0 && st.killID > 0:
+		return true, l.kill(st.killID, st.killQuery)
+	}
+	return false, true
+}
+
+// interceptStmt answers what the proxy knows of the client's prepared statements: ids it
+// never gave, statements closed, reset or executed with nothing on a connection, and the
+// bounds on what it keeps.
+func (l *pooledLink) interceptStmt(p *plan) (handled, keep bool) {
+	s := l.s
+	id, _ := pooled.StmtID(s.cmd.Payload)
+	cs := l.pl.Stmt(id)
+	switch p.op {
+	case mysql.COM_STMT_PREPARE:
+		return l.boundStmts()
+	case mysql.COM_STMT_CLOSE:
+		l.pl.CloseStmt(id)
+		delete(s.stmts, id)
+		return true, true // no answer, as from the server
+	case mysql.COM_STMT_RESET:
+		if cs == nil {
+			return true, s.unknownStmt(id, "mysqld_stmt_reset")
+		}
+		if !(cs.Cursor || cs.LongData) || !l.held() {
+			return true, s.writeLocalOK() // nothing of it lives on a connection
+		}
+	case mysql.COM_STMT_EXECUTE, mysql.COM_STMT_FETCH, mysql.COM_STMT_SEND_LONG_DATA:
+		return l.interceptRun(p.op, id, cs)
+	}
+	return false, true
+}
+
+// interceptRun answers an execution, fetch or long data of statement id (cs, nil when the
+// client has none) that needs no connection.
+func (l *pooledLink) interceptRun(cmd byte, id uint32, cs *pooled.Stmt) (handled, keep bool) {
+	s := l.s
+	switch {
+	case cs == nil && cmd == mysql.COM_STMT_SEND_LONG_DATA:
+		return true, true // the server ignores it too, and answers nothing
+	case cs == nil && cmd == mysql.COM_STMT_EXECUTE:
+		return true, s.unknownStmt(id, "mysqld_stmt_execute")
+	case cs == nil:
+		return true, s.unknownStmt(id, "mysqld_stmt_fetch")
+	case cmd == mysql.COM_STMT_EXECUTE && cs.ConnIDOnly:
+		return true, l.answerConnectionID(cs.ConnIDName, true)
+	case cmd == mysql.COM_STMT_FETCH && (!l.held() || !cs.Cursor):
+		s.sendError(&clientError{code: 1421, state: stateGeneral,
+			msg: "The statement (" + strconv.FormatUint(uint64(id), 10) + ") has no open cursor"})
+		return true, s.client.IOErr() == nil
+	}
+	return false, true
+}
+
+// boundStmts refuses a COM_STMT_PREPARE past the bounds on what the proxy keeps of a
+// session's statements.
+func (l *pooledLink) boundStmts() (handled, keep bool) {
+	s := l.s
+	sh := l.m.shared
+	n, size := l.pl.Stmts()
+	switch {
+	case n >= sh.MaxStmts:
+		s.sendError(&clientError{code: codeMaxPreparedStmts, state: "42000", msg: fmt.Sprintf(
+			"Can't create more than max_prepared_stmt_count statements (current value: %d)", sh.MaxStmts)})
+		return true, s.client.IOErr() == nil
+	case size+len(s.cmd.Payload) > sh.MaxStmtBytes || !s.cmd.Complete():
+		if err := s.client.DiscardCommand(&s.cmd); err != nil {
+			return true, false
+		}
+		s.sendError(&clientError{code: codeMaxPreparedStmts, state: "42000", msg: fmt.Sprintf(
+			"gatekeeper: this connection's prepared statements would hold more than %d bytes of text, what the proxy keeps per connection to prepare them again; close statements no longer used",
+			sh.MaxStmtBytes)})
+		return true, s.client.IOErr() == nil
+	}
+	return false, true
+}
+
+// reset forgets the session state, as COM_RESET_CONNECTION does on a server: the
+// variables, the prepared statements, and the pins with the connection they held, which
+// is reset before it goes back to the pool.
+func (l *pooledLink) reset() {
+	s := l.s
+	l.pl.Reset(s.unit.open)
+	clear(s.stmts)
+	s.inTxn, s.autocommit = false, true
+}
+
+// writeLocalOK answers the client with an OK of the proxy's own.
+func (s *session) writeLocalOK() bool {
+	if err := s.client.WritePacket(protocol.AppendOK(nil, 0, 0, s.status(), 0)); err != nil {
+		return false
+	}
+	return s.client.Flush() == nil
+}
+
+func (s *session) unknownStmt(id uint32, where string) bool {
+	s.sendError(&clientError{code: codeUnknownStmt, state: stateGeneral, msg: fmt.Sprintf(
+		"Unknown prepared statement handler (%d) given to %s", id, where)})
+	return s.client.IOErr() == nil
 }
 
 // errLease tells the client that its unit found no backend connection; the command was

@@ -36,89 +36,42 @@ func errAccessDenied(user, host string, withPassword bool) *clientError {
 		msg: fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", user, host, using)}
 }
 
-// handshakePooled authenticates the client against the proxy's accounts, as a server
-// would, without any backend connection until the client has proven who it is. Then it
-// leases a connection once, to check that the proxy can log in as the user and that the
-// schema asked for exists, and gives it back.
-func (s *session) handshakePooled() error {
-	cfg := s.cfg
-	m := s.metrics
-	pooling := s.pooling
+// login authenticates the client against the proxy's accounts, as a server would,
+// without any backend connection until the client has proven who it is. Then it leases a
+// connection once, to check that the proxy can log in as the user and that the schema
+// asked for exists, and gives it back.
+func (l *pooledLink) login() error {
+	s := l.s
 	start := time.Now()
-	deadline := s.loginDeadline
+	deadline := s.info.loginDeadline
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
 	s.loginDeadlines(deadline)
 	s.client.SetLimit(handshakeLimit)
 
-	g, err := pooling.primaryGreeting(ctx, cfg.Backends.Primary, cfg.Backends.ConnectTimeout)
-	if err != nil {
-		m.backendDialErrs.WithLabelValues(cfg.Backends.Primary).Inc()
-		ce := errBackendUnreachable("primary", cfg.Backends.Primary, err)
-		s.sendError(ce)
-		m.handshakeErrors.WithLabelValues("backend").Inc()
-		s.log.Warn("cannot read the primary's greeting for a client", "backend", cfg.Backends.Primary, "err", err)
-		return err
-	}
-	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.gate.clientTLS != nil)
-	scramble := protocol.NewScramble()
-	s.scramble = scramble
-	hello := &protocol.Hello{
-		ServerVersion: g.ServerVersion, ConnectionID: uint32(s.id), Capabilities: advertised,
-		MariaDBCapabilities: advertisedMariaDB, Charset: g.Charset, Status: mysql.SERVER_STATUS_AUTOCOMMIT,
-		Scramble: scramble, AuthPlugin: protocol.NativePassword,
-	}
-	resp, err := s.greet(ctx, protocol.AppendGreeting(nil, hello))
+	resp, caps, mariadbCaps, err := l.greet(ctx)
 	if err != nil {
 		return err
 	}
-	caps := resp.Capabilities & advertised &^ mysql.CLIENT_SSL
-	mariadbCaps := resp.MariaDBCapabilities & advertisedMariaDB
-
-	user, cred, err := s.authenticate(ctx, resp.User, resp.AuthPlugin, scramble, resp.AuthResponse)
+	user, cred, err := l.authenticate(ctx, resp.User, resp.AuthPlugin, l.scramble, resp.AuthResponse)
 	if err != nil {
-		m.handshakeErrors.WithLabelValues("auth").Inc()
+		s.metrics.handshakeErrors.WithLabelValues("auth").Inc()
 		return err
 	}
-	leave, ok := s.gate.accounts.Enter(user)
-	if !ok {
-		m.handshakeErrors.WithLabelValues("max_user_connections").Inc()
-		s.sendError(&clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
-			"gatekeeper: user '%s' already has %d connections open, its max_connections in auth.users_file; retry later",
-			user.Name, user.MaxConnections)})
+	if !l.enter(user) {
+		s.metrics.handshakeErrors.WithLabelValues("max_user_connections").Inc()
 		return errors.New("user at max_connections")
 	}
-
-	s.user, s.schema, s.programName = resp.User, resp.Database, resp.Attribute("program_name")
-	s.cred = cred
-	s.autocommit = true
-	s.pl = &pooledState{
-		pooling: pooling,
-		want: backend.Want{Credential: cred, Key: backend.KeyOf(caps, mariadbCaps), Charset: resp.Charset,
-			Schema: resp.Database, Attributes: pooling.attrs},
-		state:      backend.NewState(resp.Database, resp.Charset),
-		clientCaps: caps,
-		stmts:      map[uint32]*clientStmt{},
-		leave:      leave,
-	}
-	s.relay = protocol.Relay{Client: s.client, Capabilities: caps}
-	if rt := pooling.rt; rt != nil {
-		s.rs = &routeState{rt: rt}
-		s.rs.setUser(user)
-		s.relay.BeforeAck = s.beforeAck
-	}
-
+	l.begin(user, cred, resp, caps, mariadbCaps)
 	// One lease now: a user the backend refuses, or a schema that does not exist, fails
 	// the login as it would on the server.
-	if _, err := s.acquirePooled(); err != nil {
-		s.pl.leave()
-		s.pl.leave = nil
+	if err := l.tryLease(); err != nil {
+		l.leave()
+		l.leave = nil
 		s.sendLeaseError(err, time.Since(start))
-		m.handshakeErrors.WithLabelValues("backend").Inc()
+		s.metrics.handshakeErrors.WithLabelValues("backend").Inc()
 		return err
 	}
-	s.releasePooled()
-
 	if err := s.client.WritePacket(protocol.AppendOK(nil, 0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0)); err != nil {
 		return s.clientGone(err)
 	}
@@ -126,20 +79,90 @@ func (s *session) handshakePooled() error {
 		return s.clientGone(err)
 	}
 	_ = s.client.SetDeadline(time.Time{})
-	s.client.SetLimit(int(cfg.Client.MaxPacketSize))
-	s.loginIn, s.loginOut = s.client.BytesRead, s.client.BytesWritten
+	s.client.SetLimit(int(s.cfg.Client.MaxPacketSize))
+	s.info.loginIn, s.info.loginOut = s.client.BytesRead, s.client.BytesWritten
+	return nil
+}
+
+// greet sends the client the proxy's greeting, imitating the primary's, and reads its
+// answer; caps and mariadbCaps are the capabilities agreed with it.
+func (l *pooledLink) greet(ctx context.Context) (resp *protocol.HandshakeResponse, caps, mariadbCaps uint32, err error) {
+	s := l.s
+	m := s.metrics
+	g, err := l.m.primaryGreeting(ctx)
+	if err != nil {
+		m.backendDialErrs.WithLabelValues(l.m.primary).Inc()
+		s.sendError(errBackendUnreachable("primary", l.m.primary, err))
+		m.handshakeErrors.WithLabelValues("backend").Inc()
+		s.log.Warn("cannot read the primary's greeting for a client", "backend", l.m.primary, "err", err)
+		return nil, 0, 0, err
+	}
+	advertised, advertisedMariaDB := protocol.RelayCapabilities(g.Capabilities, g.MariaDBCapabilities, s.gate.clientTLS != nil)
+	l.scramble = protocol.NewScramble()
+	hello := &protocol.Hello{
+		ServerVersion: g.ServerVersion, ConnectionID: uint32(s.id), Capabilities: advertised,
+		MariaDBCapabilities: advertisedMariaDB, Charset: g.Charset, Status: mysql.SERVER_STATUS_AUTOCOMMIT,
+		Scramble: l.scramble, AuthPlugin: protocol.NativePassword,
+	}
+	if resp, err = s.greet(ctx, protocol.AppendGreeting(nil, hello)); err != nil {
+		return nil, 0, 0, err
+	}
+	return resp, resp.Capabilities & advertised &^ mysql.CLIENT_SSL, resp.MariaDBCapabilities & advertisedMariaDB, nil
+}
+
+// enter counts the session against its user's max_connections; when the user is at it,
+// the client is told, and enter returns false.
+func (l *pooledLink) enter(user *auth.User) bool {
+	s := l.s
+	leave, ok := s.gate.accounts.Enter(user)
+	if !ok {
+		s.sendError(&clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
+			"gatekeeper: user '%s' already has %d connections open, its max_connections in auth.users_file; retry later",
+			user.Name, user.MaxConnections)})
+		return false
+	}
+	l.leave = leave
+	return true
+}
+
+// begin starts the session of user, logged in with resp: what a connection for it must
+// be, its state, and its consistency.
+func (l *pooledLink) begin(user *auth.User, cred auth.Credential, resp *protocol.HandshakeResponse, caps, mariadbCaps uint32) {
+	s := l.s
+	s.user, s.schema, s.programName = resp.User, resp.Database, resp.Attribute("program_name")
+	s.autocommit = true
+	l.pl.Want = backend.Want{Credential: cred, Key: backend.KeyOf(caps, mariadbCaps), Charset: resp.Charset,
+		Schema: resp.Database, Attributes: l.m.attrs}
+	l.pl.State = backend.NewState(resp.Database, resp.Charset)
+	l.pl.ClientCaps = caps
+	s.wire = protocol.Relay{Client: s.client, Capabilities: caps}
+	if s.routes != nil {
+		s.routes.SetConsistency(user.Consistency)
+		s.wire.BeforeAck = s.beforeAck
+	}
+}
+
+// tryLease leases a connection for the session and gives it back: the login's, and a
+// change of user's, check that the backend takes the user and its schema.
+func (l *pooledLink) tryLease() error {
+	var p plan // no command: the primary's
+	if _, err := l.acquire(&p); err != nil {
+		return err
+	}
+	l.release()
 	return nil
 }
 
 // authenticate checks a client's login (or COM_CHANGE_USER) answer, asking the client to
 // switch methods when the one it used cannot be checked against the account. On failure
 // the client has been told, as the server tells it.
-func (s *session) authenticate(ctx context.Context, name, plugin string, scramble, answer []byte) (*auth.User, auth.Credential, error) {
-	pooling := s.pooling
-	host := s.clientAddr.Unmap().String()
-	u, ok := s.gate.accounts.Lookup(name, s.clientAddr)
+func (l *pooledLink) authenticate(ctx context.Context, name, plugin string, scramble, answer []byte) (*auth.User, auth.Credential, error) {
+	s := l.s
+	pooling := l.m
+	host := s.info.addr.Unmap().String()
+	u, ok := s.gate.accounts.Lookup(name, s.info.addr)
 	if refresh := s.gate.refresh; !ok && refresh != nil && refresh(ctx) {
-		u, ok = s.gate.accounts.Lookup(name, s.clientAddr)
+		u, ok = s.gate.accounts.Lookup(name, s.info.addr)
 	}
 	if !ok {
 		pooling.authFails.WithLabelValues("unknown_user").Inc()
@@ -226,50 +249,38 @@ func (s *session) sendLeaseError(err error, waited time.Duration) {
 	s.sendError(errLease(s.cfg.Backends.Primary, err, waited, s.cfg.Pools))
 }
 
-// changeUserPooled carries out COM_CHANGE_USER in the proxy: the new user is checked
-// against the accounts like a login, and the session starts afresh, as on a server. A
-// refused change ends the connection, as the server ends it.
-func (s *session) changeUserPooled() bool {
-	pl := s.pl
-	cu, err := protocol.ParseChangeUser(s.cmd.Payload, pl.clientCaps)
+// changeUser carries out COM_CHANGE_USER in the proxy: the new user is checked against
+// the accounts like a login, and the session starts afresh, as on a server. A refused
+// change ends the connection, as the server ends it.
+func (l *pooledLink) changeUser() bool {
+	s := l.s
+	cu, err := protocol.ParseChangeUser(s.cmd.Payload, l.pl.ClientCaps)
 	if err != nil {
 		s.protocolError("malformed", err)
 		s.sendError(errMalformedPacket(err))
 		return false
 	}
-	s.resetPooled()
-	if pl.leave != nil {
-		pl.leave()
-		pl.leave = nil
+	l.reset()
+	if l.leave != nil {
+		l.leave()
+		l.leave = nil
 	}
-	answer := cu.AuthResponse
-	user, cred, err := s.authenticate(s.ctx, cu.User, cu.AuthPlugin, s.scramble, answer)
-	if err != nil {
+	user, cred, err := l.authenticate(s.ctx, cu.User, cu.AuthPlugin, l.scramble, cu.AuthResponse)
+	if err != nil || !l.enter(user) {
 		return false
 	}
-	leave, ok := s.gate.accounts.Enter(user)
-	if !ok {
-		s.sendError(&clientError{code: codeUserConnections, state: stateGeneral, msg: fmt.Sprintf(
-			"gatekeeper: user '%s' already has %d connections open, its max_connections in auth.users_file; retry later",
-			user.Name, user.MaxConnections)})
-		return false
-	}
-	pl.leave = leave
-	if s.rs != nil {
-		s.rs.setUser(user)
-	}
-	charset := pl.want.Charset
+	s.routes.SetConsistency(user.Consistency)
+	charset := l.pl.Want.Charset
 	if cu.Charset != 0 {
 		charset = byte(cu.Charset)
 	}
 	s.user, s.schema = cu.User, cu.Database
-	pl.want.Credential, pl.want.Charset, pl.want.Schema = cred, charset, cu.Database
-	pl.state = backend.NewState(cu.Database, charset)
+	l.pl.Want.Credential, l.pl.Want.Charset, l.pl.Want.Schema = cred, charset, cu.Database
+	l.pl.State = backend.NewState(cu.Database, charset)
 	start := time.Now()
-	if _, err := s.acquirePooled(); err != nil {
+	if err := l.tryLease(); err != nil {
 		s.sendLeaseError(err, time.Since(start))
 		return false
 	}
-	s.releasePooled()
 	return s.writeLocalOK()
 }

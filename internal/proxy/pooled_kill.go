@@ -16,9 +16,10 @@ import (
 
 // answerConnectionID answers SELECT CONNECTION_ID(), run as text or as a prepared
 // statement (binary), with the client's own id, in a column called name.
-func (s *session) answerConnectionID(name string, binaryRow bool) bool {
+func (l *pooledLink) answerConnectionID(name string, binaryRow bool) bool {
+	s := l.s
 	c := s.client
-	deprecateEOF := s.pl.clientCaps&mysql.CLIENT_DEPRECATE_EOF != 0
+	deprecateEOF := l.pl.ClientCaps&mysql.CLIENT_DEPRECATE_EOF != 0
 	id := uint64(uint32(s.id))
 	var b []byte
 	write := func(p []byte) bool {
@@ -30,7 +31,7 @@ func (s *session) answerConnectionID(name string, binaryRow bool) bool {
 	}
 	ok := write(protocol.AppendLenenc(b, 1)) &&
 		write(protocol.AppendColumn(b, name, protocol.TypeLongLong,
-			protocol.FlagNotNull|protocol.FlagUnsigned|protocol.FlagBinary, 10, s.pl.want.Key.MariaDBCapabilities))
+			protocol.FlagNotNull|protocol.FlagUnsigned|protocol.FlagBinary, 10, l.pl.Want.Key.MariaDBCapabilities))
 	if ok && !deprecateEOF {
 		ok = write(protocol.AppendEOF(b, 0, s.status()))
 	}
@@ -58,7 +59,8 @@ func (s *session) answerConnectionID(name string, binaryRow bool) bool {
 // statement running on a backend connection has it killed there, by a KILL of the
 // backend's thread sent as this client's user; KILL CONNECTION also closes the client's
 // connection. A client may kill only its own user's sessions.
-func (s *session) killPooled(id uint64, query bool) bool {
+func (l *pooledLink) kill(id uint64, query bool) bool {
+	s := l.s
 	target := s.index.sessionByID(id)
 	switch {
 	case target == nil:
@@ -77,13 +79,15 @@ func (s *session) killPooled(id uint64, query bool) bool {
 			msg: "You are not owner of thread " + strconv.FormatUint(id, 10)})
 		return s.client.IOErr() == nil
 	}
-	thread, addr, running := target.beginKill()
-	defer target.endKill()
+	// In pooled mode every session's link is pooled mode's.
+	victim := target.link.(*pooledLink).pl
+	thread, addr, running := victim.BeginKill()
+	defer victim.EndKill()
 	if !query {
 		target.killClient()
 	}
 	if running {
-		err := s.killThread(thread, addr, query)
+		err := l.killThread(thread, addr, query)
 		var se *protocol.ServerError
 		switch {
 		case errors.As(err, &se) && se.Code == codeUnknownThread:
@@ -102,48 +106,19 @@ func (s *session) killPooled(id uint64, query bool) bool {
 
 // killThread sends KILL [QUERY] thread to the backend at addr as this client's user, on
 // the connection the session holds when it is there, or on one leased for it.
-func (s *session) killThread(thread uint32, addr string, query bool) error {
+func (l *pooledLink) killThread(thread uint32, addr string, query bool) error {
 	text := "KILL CONNECTION "
 	if query {
 		text = "KILL QUERY "
 	}
 	text += strconv.FormatUint(uint64(thread), 10)
-	if lease := s.pl.lease; lease != nil && lease.Conn().Addr() == addr {
+	if lease := l.pl.Lease(); lease != nil && lease.Conn().Addr() == addr {
 		return lease.Conn().Kill(text)
 	}
-	lease, err := s.pl.pooling.poolOf(addr).Acquire(s.ctx, &s.pl.want)
+	lease, err := l.m.poolOf(addr).Acquire(l.s.ctx, &l.pl.Want)
 	if err != nil {
 		return err
 	}
 	defer lease.Release()
 	return lease.Conn().Kill(text)
-}
-
-// beginKill marks the session as the target of a KILL and returns the backend thread of
-// its leased connection, and the backend's address: until endKill, that connection is discarded rather than given
-// to another session.
-func (s *session) beginKill() (thread uint32, addr string, leased bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pl == nil || s.pl.lease == nil {
-		return 0, "", false
-	}
-	s.killing = true
-	c := s.pl.lease.Conn()
-	return c.ThreadID(), c.Addr(), true
-}
-
-func (s *session) endKill() {
-	s.mu.Lock()
-	s.killing = false
-	s.mu.Unlock()
-}
-
-// killClient closes the client's connection from another session's KILL.
-func (s *session) killClient() {
-	s.mu.Lock()
-	s.interrupted = "killed by KILL CONNECTION"
-	s.mu.Unlock()
-	s.cancel()
-	_ = s.client.NetConn().Close()
 }

@@ -403,7 +403,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestPooledPreparedStatementsAreBounded(t *testing.T) {
 	db := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
 	addr, srv := pooledProxy(t, db.Addr, nil, account("app", "pw"))
-	srv.pooling.maxStmts, srv.pooling.maxStmtBytes = 20, 1<<20
+	srv.pooled.shared.MaxStmts, srv.pooled.shared.MaxStmtBytes = 20, 1<<20
 	b := conn(t, addr, "app", "pw", "interpolateParams=false")
 	_, err := b.PrepareContext(context.Background(), "SELECT '"+strings.Repeat("x", 1<<20)+"'")
 	var me *mysql.MySQLError
@@ -428,7 +428,7 @@ func TestPooledPreparedStatementsAreBounded(t *testing.T) {
 func TestPooledDefaultBoundsOnPreparedStatements(t *testing.T) {
 	db := mysqltest.NewServer(t, mysqltest.Options{Users: map[string]string{"app": "pw"}})
 	_, srv := pooledProxy(t, db.Addr, nil, account("app", "pw"))
-	if srv.pooling.maxStmts != 16382 || srv.pooling.maxStmtBytes != 64<<20 {
-		t.Errorf("bounds %d statements, %d bytes; want 16382 and 64 MiB", srv.pooling.maxStmts, srv.pooling.maxStmtBytes)
+	if srv.pooled.shared.MaxStmts != 16382 || srv.pooled.shared.MaxStmtBytes != 64<<20 {
+		t.Errorf("bounds %d statements, %d bytes; want 16382 and 64 MiB", srv.pooled.shared.MaxStmts, srv.pooled.shared.MaxStmtBytes)
 	}
 }

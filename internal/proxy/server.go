@@ -18,21 +18,21 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 )
 
 // Server accepts client connections and runs a session for each. It owns the listeners and
 // the set of live sessions; each session gets its collaborators from it (collaborators),
 // not the server itself.
 type Server struct {
-	cfg     config.Config
-	log     *slog.Logger
-	metrics *metrics
-	// adm admits units; rec records what they cost; gate logs clients in; pooling is
-	// pooled mode's part (nil in passthrough).
-	adm     *admitter
-	rec     *recorder
-	gate    *gate
-	pooling *pooling
+	cfg config.Config
+	log *slog.Logger
+	// collaborators are what the sessions work with: admission, cost recording, the
+	// login, the mode and read routing.
+	*collaborators
+	// pooled is pooled mode's part (nil in passthrough).
+	pooled *pooledMode
 	// accept polices new connections at the listener; logins bounds those logging in.
 	accept atomic.Pointer[acceptPolicer]
 	logins *handshakeGate
@@ -66,65 +66,117 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 	s := &Server{
 		cfg:        cfg,
 		log:        log,
-		metrics:    newMetrics(reg),
-		rec:        &recorder{costs: costs, share: estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()), typeKey: key},
-		gate:       &gate{timeouts: logEvery{period: time.Minute}},
 		logins:     newHandshakeGate(cfg.Client.MaxHandshakes, cfg.Client.MaxHandshakesPerClient),
 		listeners:  map[net.Listener]struct{}{},
 		sessions:   map[*session]struct{}{},
 		byID:       map[uint32]*session{},
 		stopReaper: make(chan struct{}),
 	}
+	c := &collaborators{cfg: &s.cfg, log: log, metrics: newMetrics(reg), index: s, logins: s.logins,
+		rec:  &recorder{costs: costs, share: estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()), typeKey: key},
+		gate: &gate{timeouts: logEvery{period: time.Minute}}, mode: passthrough{}}
+	s.collaborators = c
 	var err error
-	if s.adm, err = newAdmitter(cfg.Admission); err != nil {
+	if c.adm, err = newAdmitter(cfg.Admission); err != nil {
 		return nil, err
 	}
 	s.accept.Store(newAcceptPolicer(cfg.Admission.Accept, time.Now()))
-	s.metrics.registerAdmission(reg, s.adm.ctl, s.adm.policers.Load)
+	c.metrics.registerAdmission(reg, c.adm.ctl, c.adm.policers.Load)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "gatekeeper_client_handshakes",
 		Help: "Client connections logging in now (bounded by client.max_handshakes).",
 	}, func() float64 { return float64(s.logins.inProgress()) }))
-	if cfg.TLS.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		s.gate.clientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	if s.gate.backendTLS, err = newBackendTLS(cfg.Backends.TLS); err != nil {
+	if err := s.newGate(reg); err != nil {
 		return nil, err
 	}
 	if cfg.Mode == config.ModePooled {
-		if s.pooling, err = newPooling(cfg, s.gate.backendTLS.forBackend, log, reg); err != nil {
+		if err := s.newPooled(reg); err != nil {
 			return nil, err
 		}
-		if s.pooling.rt != nil {
-			s.adm.addReplicas(len(cfg.Backends.Replicas), cfg.Admission)
-			s.pooling.rt.router.SetRoom(s.adm.room)
-			reg.MustRegister(&backendAdmissionCollector{ctls: s.adm.all(), names: s.backendNames()})
+	}
+	return s, nil
+}
+
+// newGate sets up what logs clients in: TLS on either side, the accounts of pooled mode
+// or auth.from_backend, and the count of passthrough credentials derived.
+func (s *Server) newGate(reg prometheus.Registerer) error {
+	cfg := &s.cfg
+	g := s.gate
+	if cfg.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
 		}
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "gatekeeper_backend_client_sessions_per_connection",
-			Help: "Client connections open per pooled backend connection open: how many clients each database connection serves.",
-		}, func() float64 {
-			if open := s.pooling.pool.Stats().Open; open > 0 {
-				return float64(s.open.Load()) / float64(open)
-			}
-			return 0
-		}))
+		g.clientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	var err error
+	if g.backendTLS, err = newBackendTLS(cfg.Backends.TLS); err != nil {
+		return err
 	}
 	if cfg.Mode == config.ModePooled || cfg.Auth.FromBackend {
-		s.gate.accounts = auth.NewStore()
+		g.accounts = auth.NewStore()
 	}
 	if cfg.Mode == config.ModePassthrough && cfg.Auth.FromBackend {
-		s.gate.derived = prometheus.NewCounterVec(prometheus.CounterOpts{
+		g.derived = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatekeeper_passthrough_credentials_total",
 			Help: "Passthrough logins by whether the proxy could derive a credential to open more connections as the user (derived, underivable).",
 		}, []string{"outcome"})
-		reg.MustRegister(s.gate.derived)
+		reg.MustRegister(g.derived)
 	}
-	return s, nil
+	return nil
+}
+
+// newPooled sets up pooled mode: its pools, and read routing to the replicas when on,
+// each replica with an admission controller of its own.
+func (s *Server) newPooled(reg prometheus.Registerer) error {
+	cfg := &s.cfg
+	var replicaAddrs []string
+	if cfg.Routes() {
+		rt, err := newRouting(cfg, s.rec.costs, s.log, reg)
+		if err != nil {
+			return err
+		}
+		s.routing = rt
+		replicaAddrs = cfg.Backends.Replicas
+		s.adm.addReplicas(len(replicaAddrs), cfg.Admission)
+		rt.Router().SetRoom(s.adm.room)
+		reg.MustRegister(&backendAdmissionCollector{ctls: s.adm.all(), names: s.backendNames()})
+	}
+	s.pooled = newPooledMode(cfg, replicaAddrs, s.gate.backendTLS.forBackend, s.log, reg)
+	s.mode = s.pooled
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gatekeeper_backend_client_sessions_per_connection",
+		Help: "Client connections open per pooled backend connection open: how many clients each database connection serves.",
+	}, func() float64 {
+		if open := s.pooled.pools[0].Stats().Open; open > 0 {
+			return float64(s.open.Load()) / float64(open)
+		}
+		return 0
+	}))
+	return nil
+}
+
+// newRouting returns the routing policy of cfg: the router of the replicas, their
+// monitors and version map, and the policy's settings.
+func newRouting(cfg *config.Config, costs *estimator.Table, log *slog.Logger, reg prometheus.Registerer) (*routing.Policy, error) {
+	consistency, err := replicas.ParseConsistency(cfg.Routing.Consistency)
+	if err != nil {
+		return nil, err
+	}
+	balance, err := replicas.ParseBalance(cfg.Routing.Balance)
+	if err != nil {
+		return nil, err
+	}
+	router := replicas.NewRouter(replicas.Config{
+		Primary: cfg.Backends.Primary, Replicas: cfg.Backends.Replicas,
+		User: cfg.Monitor.User, Password: cfg.Monitor.Password,
+		Balance: balance, PrimaryReads: cfg.Routing.PrimaryReads,
+		MaxLag: cfg.Routing.MaxLag, PollInterval: cfg.Replicas.PollInterval,
+		ClosureInterval: cfg.Replicas.ClosureInterval,
+	}, replicas.NewVersions(), log)
+	return routing.New(routing.Config{Consistency: consistency, CausalWait: cfg.Routing.CausalWait,
+		Poll: cfg.Replicas.PollInterval, ReadOnlyTransactions: cfg.Routing.ReadOnlyTransactions == "replica"},
+		router, costs, log, reg), nil
 }
 
 // Accounts returns the accounts of pooled mode or of auth.from_backend (nil without
@@ -136,12 +188,6 @@ func (s *Server) Accounts(refresh func(ctx context.Context) bool) *auth.Store {
 	}
 	s.gate.refresh = refresh
 	return s.gate.accounts
-}
-
-// collaborators are what a session works with, handed over by the server that runs it.
-func (s *Server) collaborators() collaborators {
-	return collaborators{cfg: &s.cfg, log: s.log, metrics: s.metrics, adm: s.adm, rec: s.rec,
-		gate: s.gate, pooling: s.pooling, index: s, logins: s.logins}
 }
 
 // sessionByID returns the session whose client knows it by id, or nil.
@@ -239,7 +285,7 @@ func (s *Server) start(conn net.Conn) {
 		}()
 		return
 	}
-	sess := newSession(s.collaborators(), s.nextID.Add(1), conn)
+	sess := newSession(s.collaborators, s.nextID.Add(1), conn)
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
@@ -306,10 +352,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.wg.Wait()
 	s.adm.watch.close()
-	if s.pooling != nil {
-		for _, p := range s.pooling.pools() {
-			p.Close()
-		}
+	for _, p := range s.Pools() {
+		p.Close()
 	}
 	return err
 }

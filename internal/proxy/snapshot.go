@@ -6,6 +6,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/pooled"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 )
 
@@ -33,14 +34,8 @@ type sessionView struct {
 // publish makes the session's current user, schema, credential and pins visible to
 // snapshots. It costs a few comparisons when nothing changed.
 func (s *session) publish() {
-	v := sessionView{user: s.user, schema: s.schema, credential: "none"}
-	switch {
-	case s.pl != nil:
-		v.credential = "pooled"
-		v.pins = s.pl.pins.bits
-	case s.cred.CanLogin():
-		v.credential = "derived"
-	}
+	lv := s.link.view()
+	v := sessionView{user: s.user, schema: s.schema, credential: lv.credential, pins: lv.pins}
 	if old := s.view.Load(); old != nil && *old == v {
 		return
 	}
@@ -62,25 +57,19 @@ func (s *Server) Sessions() []SessionSnapshot {
 		if v == nil {
 			continue // still logging in
 		}
-		snap := SessionSnapshot{ID: uint64(uint32(sess.id)), User: v.user, Client: sess.clientText, Schema: v.schema,
-			Pins: (&pins{bits: v.pins}).names(), Credential: v.credential, Since: sess.since}
+		snap := SessionSnapshot{ID: uint64(uint32(sess.id)), User: v.user, Client: sess.info.text, Schema: v.schema,
+			Pins: pooled.Names(v.pins), Credential: v.credential, Since: sess.info.since}
 		sess.mu.Lock()
 		switch {
-		case sess.idle && sess.idleInTxn:
+		case sess.wait.idle && sess.wait.inTxn:
 			snap.State = "idle_in_transaction"
-		case sess.idle:
+		case sess.wait.idle:
 			snap.State = "idle"
 		default:
 			snap.State = "running"
 		}
-		switch {
-		case sess.pl != nil && sess.pl.lease != nil:
-			c := sess.pl.lease.Conn()
-			snap.Backend, snap.BackendThread = c.Addr(), c.ThreadID()
-		case sess.pl == nil:
-			snap.Backend, snap.BackendThread = sess.backendAddr, sess.backendThread
-		}
 		sess.mu.Unlock()
+		snap.Backend, snap.BackendThread = sess.link.backendNow()
 		out = append(out, snap)
 	}
 	slices.SortFunc(out, func(a, b SessionSnapshot) int { return int(int64(a.ID) - int64(b.ID)) })
@@ -92,25 +81,25 @@ func (s *Server) Mode() string { return s.cfg.Mode }
 
 // Pools returns the pools of pooled mode's connections; none in passthrough.
 func (s *Server) Pools() []*backend.Pool {
-	if s.pooling == nil {
+	if s.pooled == nil {
 		return nil
 	}
-	return s.pooling.pools()
+	return s.pooled.pools
 }
 
 // Router returns the read router; nil when reads are not routed.
 func (s *Server) Router() *replicas.Router {
-	if s.pooling == nil || s.pooling.rt == nil {
+	if s.routing == nil {
 		return nil
 	}
-	return s.pooling.rt.router
+	return s.routing.Router()
 }
 
 // backendNames returns the addresses of the backends, the primary first, in the order
 // of BackendAdmission.
 func (s *Server) backendNames() []string {
 	names := []string{s.cfg.Backends.Primary}
-	if s.pooling != nil && s.pooling.rt != nil {
+	if s.routing != nil {
 		names = append(names, s.cfg.Backends.Replicas...)
 	}
 	return names

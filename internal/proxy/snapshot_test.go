@@ -4,7 +4,8 @@ import "testing"
 
 // publish runs after every command; it must not allocate unless the view changed.
 func TestPublishAllocatesOnlyOnChange(t *testing.T) {
-	s := &session{user: "app", schema: "shop"}
+	s := &session{connState: connState{user: "app", schema: "shop"}}
+	s.link = &dedicated{s: s}
 	s.publish()
 	first := s.view.Load()
 	if n := testing.AllocsPerRun(100, s.publish); n != 0 {

@@ -9,6 +9,9 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+	"github.com/gatekeeperdb/gatekeeper/internal/pooled"
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 )
 
 // typeKey is what makes a request type (classify.type_key).
@@ -46,32 +49,47 @@ const (
 )
 
 // statement is what the classifier found in a statement: that of the current command, or
-// one prepared earlier (kept so that each execution is typed by its text).
+// one prepared earlier (kept so that each execution is typed by its text). What routing
+// reads of it is its embedded routing.Statement.
 type statement struct {
 	valid  bool
 	hash   uint64
-	kind   classify.Kind
 	digest []byte // of the current command: valid until the next command
 	tag    []byte
-	// uses is what the statement does with connection state; multi that the text holds
-	// several statements; opaque that it may do more than the classifier can see (a
-	// CALL, several statements, a statement it is unsure of).
-	uses   classify.Uses
-	multi  bool
-	opaque bool
-	// startsTxn: BEGIN, START TRANSACTION and the like; readOnly and readWrite: START
-	// TRANSACTION named its access mode.
-	startsTxn, readOnly, readWrite bool
 	// A KILL of a thread id, and SELECT CONNECTION_ID() alone, with its column name
 	// (valid until the next command): what pooled mode answers in the proxy.
 	killID     uint64
 	killQuery  bool
 	connIDOnly bool
 	connIDName []byte
-	// tables are the statement's tables, kept when reads are routed: the session's buffer
-	// for a text statement, a copy of its own for a prepared one.
-	tables *tableSet
+	routing.Statement
 }
+
+// routed returns what routing reads of the statement, nil when the command carries none.
+func (st *statement) routed() *routing.Statement {
+	if !st.valid {
+		return nil
+	}
+	return &st.Statement
+}
+
+// routedBy returns what routing reads of the statement when the command is a statement
+// that runs (COM_QUERY, COM_STMT_EXECUTE), else nil.
+func (st *statement) routedBy(cmd byte) *routing.Statement {
+	if cmd != mysql.COM_QUERY && cmd != mysql.COM_STMT_EXECUTE {
+		return nil
+	}
+	return st.routed()
+}
+
+// pooled returns what pooled mode reads of the statement.
+func (st *statement) pooled() pooled.Statement {
+	return pooled.Statement{Valid: st.valid, Kind: st.Kind, Uses: st.Uses, Opaque: st.Opaque,
+		ForOne: st.valid && bytes.HasPrefix(st.digest, setStatementFor)}
+}
+
+// setStatementFor starts the digest of SET STATEMENT ... FOR statement.
+var setStatementFor = []byte("SET STATEMENT ")
 
 // unitType collects what types a unit under the unit-wide keys.
 type unitType struct {
@@ -90,47 +108,48 @@ type unitType struct {
 	sample []byte
 }
 
-// classifyCommand classifies the statement the current command carries, if it carries one.
-func (s *session) classifyCommand(cmd byte) {
-	s.stmt.valid = false
-	switch cmd {
+// classify is the path's first step: what the statement the command carries is, if it
+// carries one.
+func (s *session) classify(p *plan) {
+	p.stmt.valid = false
+	switch p.op {
 	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE:
 		r := s.cls.Classify(s.cmd.Text())
 		s.hot.classified[r.Kind].add(1)
 		if r.Unsure {
 			s.hot.unsure.add(1)
 		}
-		s.stmt = statement{valid: true, hash: r.Hash, kind: r.Kind, digest: r.Digest, tag: r.Tag,
-			uses: r.Uses, multi: r.MultiStatement, opaque: r.Unsure || r.MultiStatement || r.Kind == classify.Write && r.UnknownTables,
-			killID: r.KillID, killQuery: r.KillQuery, startsTxn: r.TxnStart, readOnly: r.TxnReadOnly, readWrite: r.TxnReadWrite,
-			connIDOnly: r.ConnectionIDOnly, connIDName: r.ConnectionIDName}
-		s.noteTables(r)
+		p.stmt = statement{valid: true, hash: r.Hash, digest: r.Digest, tag: r.Tag,
+			killID: r.KillID, killQuery: r.KillQuery, connIDOnly: r.ConnectionIDOnly, connIDName: r.ConnectionIDName,
+			Statement: routing.Statement{Kind: r.Kind, Uses: r.Uses, Multi: r.MultiStatement,
+				Opaque:    r.Unsure || r.MultiStatement || r.Kind == classify.Write && r.UnknownTables,
+				StartsTxn: r.TxnStart, ReadOnly: r.TxnReadOnly, ReadWrite: r.TxnReadWrite,
+				Tables: s.routes.Fill(r, s.schema)}}
 	case mysql.COM_STMT_EXECUTE:
-		if p := s.cmd.Payload; len(p) >= 5 {
-			s.stmt = s.stmts[binary.LittleEndian.Uint32(p[1:])]
+		if c := s.cmd.Payload; len(c) >= 5 {
+			p.stmt = s.stmts[binary.LittleEndian.Uint32(c[1:])]
 		}
 	}
 }
 
 // rememberPrepared keeps the classification of a statement the backend just prepared.
-func (s *session) rememberPrepared(id uint32) {
-	ps := s.stmt
-	ps.digest, ps.tag = bytes.Clone(ps.digest), bytes.Clone(ps.tag)
-	ps.connIDName, ps.connIDOnly, ps.killID = nil, false, 0
-	if ps.tables != nil {
-		ps.tables = ps.tables.clone()
+func (s *session) rememberPrepared(st statement, id uint32) {
+	st.digest, st.tag = bytes.Clone(st.digest), bytes.Clone(st.tag)
+	st.connIDName, st.connIDOnly, st.killID = nil, false, 0
+	if st.Tables != nil {
+		st.Tables = st.Tables.Clone()
 	}
-	s.stmts[id] = ps
+	s.stmts[id] = st
 }
 
 // typeStatement accounts for a statement that cost the backend cost and kept it busy for
 // busy: under the digest key it is recorded at once; under every key but the identity ones
 // it may give the unit its type (under the digest key, that of a transaction).
-func (s *session) typeStatement(cmd byte, cost, busy time.Duration, end time.Time) {
-	if s.rec.costs == nil || !s.stmt.valid || cmd == mysql.COM_STMT_PREPARE {
+func (s *session) typeStatement(p *plan, cost, busy time.Duration, end time.Time) {
+	st := &p.stmt
+	if s.rec.costs == nil || !st.valid || p.op == mysql.COM_STMT_PREPARE {
 		return
 	}
-	st := &s.stmt
 	if s.rec.typeKey == keyDigest {
 		s.rec.costs.RecordBusyAt(end, estimator.Key(st.hash), st.digest, cost, busy)
 	}
@@ -149,9 +168,9 @@ func (s *session) typeStatement(cmd byte, cost, busy time.Duration, end time.Tim
 			u.stmtHash, u.tagLen = st.hash, len(st.tag)
 			u.sample = append(append(u.sample, ' '), st.digest...)
 		}
-	case first || st.kind != classify.Transaction:
+	case first || st.Kind != classify.Transaction:
 		// BEGIN gives the type only to a transaction with nothing else in it.
-		u.settled = st.kind != classify.Transaction
+		u.settled = st.Kind != classify.Transaction
 		u.hash = st.hash
 		u.sample = append(u.sample[:0], st.digest...)
 	}
@@ -205,4 +224,81 @@ func (s *session) identityKey() (uint64, []byte) {
 	}
 	s.sampleBuf = append(append(s.sampleBuf[:0], who...), name...)
 	return classify.Hash(s.sampleBuf) ^ saltIdentity, s.sampleBuf
+}
+
+// unitKey is the request type a unit that starts with st is costed by at admission: what
+// recordUnit will record it under, as far as its first statement tells.
+func (s *session) unitKey(st *statement, txn bool) uint64 {
+	switch s.rec.typeKey {
+	case keyUser, keySchema, keyProgram:
+		key, _ := s.identityKey()
+		return key
+	case keyTag, keyTagDigest:
+		if u := &s.unit.typ; u.tagged {
+			return u.hash // the transaction's BEGIN carried the tag
+		}
+		if st.valid && st.tag != nil {
+			key := classify.Hash(st.tag) ^ saltTag
+			if s.rec.typeKey == keyTagDigest && !txn {
+				key = tagDigestKey(key, st.hash)
+			}
+			return key
+		}
+	}
+	if txn {
+		return st.hash ^ saltTransaction
+	}
+	return st.hash
+}
+
+// unitShape is what the adaptive capacity times the unit alone by (admission.Request.Shape),
+// the unit's type being key: 0 where the type is its first statement's digest already,
+// else the type with that digest, so that an interaction's cheap and costly statements,
+// or one user's, keep solo times of their own.
+func (s *session) unitShape(st *statement, key uint64, txn bool) uint64 {
+	if !st.valid {
+		return 0
+	}
+	digest := st.hash
+	if txn {
+		digest ^= saltTransaction
+	}
+	if key == digest || s.rec.typeKey == keyTagDigest && !txn {
+		return 0 // typed by the statement's digest (a tag_digest key holds it too)
+	}
+	return tagDigestKey(key, digest)
+}
+
+// update applies what the response said to the session's protocol state.
+func (s *session) update(p *plan) {
+	res := &s.res
+	if res.HasStatus {
+		s.inTxn = res.Status&mysql.SERVER_STATUS_IN_TRANS != 0
+		s.autocommit = res.Status&mysql.SERVER_STATUS_AUTOCOMMIT != 0
+	}
+	if res.SchemaChanged && string(res.Schema) != s.schema {
+		s.schema = string(res.Schema)
+	}
+	if res.Err != nil {
+		return
+	}
+	switch p.op {
+	case mysql.COM_INIT_DB:
+		if s.cmd.Complete() {
+			s.schema = string(s.cmd.Text())
+		}
+	case mysql.COM_STMT_PREPARE:
+		s.rememberPrepared(p.stmt, res.StmtID)
+	case mysql.COM_STMT_CLOSE:
+		if c := s.cmd.Payload; len(c) >= 5 {
+			delete(s.stmts, binary.LittleEndian.Uint32(c[1:]))
+		}
+	case mysql.COM_RESET_CONNECTION:
+		clear(s.stmts)
+	case mysql.COM_CHANGE_USER:
+		clear(s.stmts)
+		if cu, err := protocol.ParseChangeUser(s.cmd.Payload, s.wire.Capabilities); err == nil {
+			s.user, s.schema = cu.User, cu.Database
+		}
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
-	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 )
 
@@ -205,72 +204,49 @@ func (s *Server) tickAdmission(stop <-chan struct{}) {
 // BEGIN is admitted at its first statement, whose type sets its cost; it holds no locks
 // before that statement. Statements longer than what the proxy holds in memory pass: they
 // stream to the backend as they are read.
-func (s *session) needsAdmission(cmd byte) bool {
-	if s.unit.admitted || (cmd != mysql.COM_QUERY && cmd != mysql.COM_STMT_EXECUTE) {
+func (s *session) needsAdmission(p *plan) bool {
+	if s.unit.admitted || (p.op != mysql.COM_QUERY && p.op != mysql.COM_STMT_EXECUTE) {
 		return false
 	}
 	if set := s.adm.settings.Load(); !set.enabled {
 		return false
 	}
-	return s.cmd.Complete() && (!s.stmt.valid || s.stmt.kind != classify.Transaction)
+	return s.cmd.Complete() && (!p.stmt.valid || p.stmt.Kind != classify.Transaction)
 }
 
-// admit passes the unit through admission before its first statement goes to the backend.
-// When the unit is refused, the client has been told why and admitted is false; keep is
-// false when the client has gone.
-func (s *session) admit() (admitted, keep bool) {
+// typeUnit sets the request type and shape of the unit the command starts, which the
+// policers and admission go by.
+func (s *session) typeUnit(p *plan) {
 	txn := s.inTxn || !s.autocommit
-	key := s.unitKey(txn)
-	m := s.metrics
-	if rule := s.police(key); rule != "" {
-		m.refusedVec.WithLabelValues("policer").Inc()
-		s.sendError(&clientError{code: codeLockWaitTimeout, state: stateGeneral, err: errPoliced{rule},
-			msg: fmt.Sprintf("gatekeeper: rate limit: policer %q (admission.policers) refused the statement; retry later", rule)})
-		return false, s.client.IOErr() == nil
-	}
-	req := admission.Request{Type: key, Shape: s.unitShape(key, txn), Txn: txn, Conn: s.id, Accepted: s.accepted(),
-		Holding: s.pl != nil && s.pl.lease != nil}
-	ctl := s.adm.ctl
-	switch rs := s.rs; {
-	case rs == nil:
-	case !req.Holding:
-		ctl = s.planRoute()
-	case rs.to != nil: // a read-only transaction on a replica
-		ctl = s.adm.forBackend(rs.to)
-	}
-	s.admittedBy = ctl
-	if s.rec.costs != nil {
-		var measured bool
-		req.Cost, req.Service, measured = s.rec.costs.ExpectMeasured(estimator.Key(key))
-		req.Unmeasured = !measured // admission charges an unknown type by its own rule
-	}
+	key := s.unitKey(&p.stmt, txn)
+	p.req = admission.Request{Type: key, Shape: s.unitShape(&p.stmt, key, txn), Txn: txn}
+}
+
+// admit passes the unit through admission before its first statement goes to the backend:
+// it waits for the capacity of the backend its route names. When the unit is refused, the
+// client has been told why and admitted is false; keep is false when the client has gone.
+func (s *session) admit(p *plan) (admitted, keep bool) {
+	req := &p.req
+	req.Conn, req.Accepted, req.Holding = s.id, s.accepted(), s.link.held()
+	s.costOf(req)
+	ctl := s.adm.forBackend(p.route.To)
+	s.charge.by = ctl
 	start := time.Now()
-	state, err := ctl.ArriveAt(&s.ticket, req, start)
+	state, err := ctl.ArriveAt(&s.charge.ticket, *req, start)
 	if err == nil && state != admission.Admitted {
-		if !s.watched { // a client that hangs up ends its session's context
-			s.watched = true
-			s.watchToken = s.adm.watch.watch(s.client.NetConn(), s.cancel)
+		if !s.charge.watched { // a client that hangs up ends its session's context
+			s.charge.watched = true
+			s.charge.watchToken = s.adm.watch.watch(s.client.NetConn(), s.cancel)
 		}
-		err = ctl.Wait(s.ctx, &s.ticket)
+		err = ctl.Wait(s.ctx, &s.charge.ticket)
 	}
 	waited := time.Since(start)
 	s.hot.waits.observe(waited)
 	if err != nil {
-		m.refused(err)
-		where := "the database"
-		if rs := s.rs; rs != nil && rs.to != nil && !rs.to.Primary {
-			where = "replica " + rs.to.Addr
-		}
-		s.routeDone()
-		if errors.Is(err, admission.ErrCanceled) {
-			s.log.Debug("client went away while its unit waited for admission", "waited", waited)
-			return false, false
-		}
-		s.sendError(s.admissionError(err, waited, where))
-		return false, s.client.IOErr() == nil
+		return false, s.refused(p, err, waited)
 	}
 	s.unit.admitted = true
-	s.wasAdmitted = true
+	s.charge.accepted = true
 	if s.adm.settings.Load().tagKey {
 		if id := sessionTag(s.cmd.Text()); id != nil {
 			s.adm.tags.add(id)
@@ -279,11 +255,28 @@ func (s *session) admit() (admitted, keep bool) {
 	return true, true
 }
 
+// refused ends a unit admission refused (err) after it waited: the client is told why,
+// unless it has gone; keep says whether the session goes on.
+func (s *session) refused(p *plan, err error, waited time.Duration) (keep bool) {
+	s.metrics.refused(err)
+	where := "the database"
+	if p.route.Replica() {
+		where = "replica " + p.route.To.Addr
+	}
+	s.routes.Done()
+	if errors.Is(err, admission.ErrCanceled) {
+		s.log.Debug("client went away while its unit waited for admission", "waited", waited)
+		return false
+	}
+	s.sendError(s.admissionError(err, waited, where))
+	return s.client.IOErr() == nil
+}
+
 // accepted says whether the session has been admitted before: the connection, or under
 // the tag key the application session its statement names.
 func (s *session) accepted() bool {
 	if !s.adm.settings.Load().tagKey {
-		return s.wasAdmitted
+		return s.charge.accepted
 	}
 	id := sessionTag(s.cmd.Text())
 	return id != nil && s.adm.tags.has(id)
@@ -299,60 +292,15 @@ func (s *session) releaseUnit() {
 // releaseUnitAt is releaseUnit at now, a reading of the clock at hand.
 func (s *session) releaseUnitAt(now time.Time) {
 	if s.unit.admitted {
-		s.admittedBy.ReleaseAt(&s.ticket, s.unit.busy, now)
+		s.charge.by.ReleaseAt(&s.charge.ticket, s.unit.busy, now)
 		s.unit.admitted = false
 	}
-}
-
-// unitKey is the request type the unit is costed by at admission: what recordUnit will
-// record it under, as far as its first statement tells.
-func (s *session) unitKey(txn bool) uint64 {
-	st := &s.stmt
-	switch s.rec.typeKey {
-	case keyUser, keySchema, keyProgram:
-		key, _ := s.identityKey()
-		return key
-	case keyTag, keyTagDigest:
-		if u := &s.unit.typ; u.tagged {
-			return u.hash // the transaction's BEGIN carried the tag
-		}
-		if st.valid && st.tag != nil {
-			key := classify.Hash(st.tag) ^ saltTag
-			if s.rec.typeKey == keyTagDigest && !txn {
-				key = tagDigestKey(key, st.hash)
-			}
-			return key
-		}
-	}
-	if txn {
-		return st.hash ^ saltTransaction
-	}
-	return st.hash
-}
-
-// unitShape is what the adaptive capacity times the unit alone by (admission.Request.Shape),
-// the unit's type being key: 0 where the type is its first statement's digest already,
-// else the type with that digest, so that an interaction's cheap and costly statements,
-// or one user's, keep solo times of their own.
-func (s *session) unitShape(key uint64, txn bool) uint64 {
-	st := &s.stmt
-	if !st.valid {
-		return 0
-	}
-	digest := st.hash
-	if txn {
-		digest ^= saltTransaction
-	}
-	if key == digest || s.rec.typeKey == keyTagDigest && !txn {
-		return 0 // typed by the statement's digest (a tag_digest key holds it too)
-	}
-	return tagDigestKey(key, digest)
 }
 
 // admissionError tells the client why its unit was refused; where names the backend
 // whose capacity it waited for.
 func (s *session) admissionError(err error, waited time.Duration, where string) *clientError {
-	cfg := s.admittedBy.Snapshot()
+	cfg := s.charge.by.Snapshot()
 	e := &clientError{code: codeLockWaitTimeout, state: stateGeneral, err: err}
 	switch {
 	case errors.Is(err, admission.ErrTimeout):

@@ -15,24 +15,72 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 )
 
-// backendSource is the seam through which a session obtains the backend connection for its
-// next unit and gives it back when the unit ends. In passthrough mode it is the session's
-// own dedicated connection; a pool and a read router will implement it too.
-type backendSource interface {
-	// acquire returns the connection to run the unit on.
-	acquire(ctx context.Context) (*protocol.Conn, error)
-	// release takes the connection back at the end of the unit.
-	release(c *protocol.Conn)
+// backendLink is the seam between the statement path and the backends: how a session
+// logs in, and where its units get their connection. A mode is one implementation of it:
+// passthrough's dedicated connection (dedicated), and pooled mode's leases from the
+// primary's pool or, with routing, a replica's (pooledLink). The path has no branch on the
+// mode; what a mode adds to it (commands it answers itself, statement ids it maps, state
+// it learns) comes through the link's hooks.
+type backendLink interface {
+	backendSource
+	commandHooks
+	// login runs the handshake with the client, and with the backend as the mode needs.
+	login() error
+	// addr returns the address of the backend of the open unit, or of the last one.
+	addr() string
+	// readOnly tells whether the session made its transactions read-only (SET SESSION
+	// TRANSACTION READ ONLY).
+	readOnly() bool
+	// view returns what snapshots show of the session's backend side; backendNow the
+	// backend connection it holds now. Any goroutine may call backendNow.
+	view() linkView
+	backendNow() (addr string, thread uint32)
 }
 
-// dedicated is the passthrough backendSource: the one backend connection the client
-// authenticated on, for every unit.
-type dedicated struct{ conn *protocol.Conn }
+// backendSource hands out the backend connection of each unit and takes it back.
+type backendSource interface {
+	// acquire returns the connection the unit runs on, where p.route says; it moves the
+	// unit (session.fallBack) when a replica cannot give one.
+	acquire(p *plan) (*protocol.Conn, error)
+	// held tells whether the session holds a connection between units that admitted
+	// units may need (admission.Request.Holding).
+	held() bool
+	// pinned tells whether state the session left on its connection keeps it there.
+	pinned() bool
+	// release ends the open unit: its connection goes back unless the session is pinned.
+	release()
+	// drop gives up the open unit's connection, which failed before answering.
+	drop()
+	// close gives back what the session holds as it ends.
+	close()
+	// abort closes the backend socket from another goroutine, after the drain timeout.
+	abort()
+}
 
-var _ backendSource = (*dedicated)(nil)
+// commandHooks are what a mode adds to the statement path.
+type commandHooks interface {
+	// intercept answers the commands the mode answers itself, before a unit starts.
+	// handled tells that the command was dealt with; keep that the session goes on.
+	intercept(p *plan) (handled, keep bool)
+	// prepare readies the command for the unit's connection. When it cannot run, the
+	// client has been told why and ok is false; keep is false when the session must end.
+	prepare(p *plan) (ok, keep bool)
+	// note learns from the response what the mode keeps of the session.
+	note(p *plan)
+}
 
-func (d *dedicated) acquire(context.Context) (*protocol.Conn, error) { return d.conn, nil }
-func (d *dedicated) release(*protocol.Conn)                          {}
+// linkView is what snapshots show of a session's backend side.
+type linkView struct {
+	// credential is pooled (the proxy logs in as the user), derived (passthrough, with a
+	// credential derived at login) or none.
+	credential string
+	pins       uint32
+}
+
+// mode makes each session's backend link.
+type mode interface {
+	link(s *session) backendLink
+}
 
 // dialBackend opens a TCP connection to addr within the connect timeout.
 func dialBackend(ctx context.Context, addr string, timeout, deadAfter time.Duration) (net.Conn, error) {
