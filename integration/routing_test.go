@@ -580,3 +580,61 @@ func TestRoutingPrefersReplicasWithRoom(t *testing.T) {
 	unlock()
 	waitFor(t, 5*time.Second, "the stuck reads to end", func() bool { return ctls[1].Snapshot().Running == 0 })
 }
+
+// A read admitted against a replica's capacity that runs on the primary after all (the
+// replica gave it no connection) is charged to the primary's capacity while it runs, and
+// gives the replica's back: admission sees the work where it runs.
+func TestRoutingFallbackMovesTheCharge(t *testing.T) {
+	direct := openDB(t, env.Primary, "")
+	defer direct.Close()
+	tbl := rowTable(t, direct)
+	p := routedProxy(t, []string{env.Replica1}, func(c *config.Config) {
+		c.Routing.Consistency = "eventual"
+		c.Routing.PrimaryReads = false
+		c.Admission.Enabled = true
+		c.Admission.Capacity = config.Capacity(time.Hour)
+		c.Admission.MaxConcurrency = 4
+		c.Pools.MaxOpen, c.Pools.MaxIdle = 1, 1
+		c.Pools.WaitTimeout = 200 * time.Millisecond
+	})
+	waitRoutable(t, p)
+	waitCaughtUp(t, p)
+	ctls := p.BackendAdmission()
+	require.Len(t, ctls, 2)
+	read := func(db *sql.DB) error { return db.QueryRow("SELECT v FROM " + tbl + " WHERE id = 1").Scan(new(int)) }
+	warm := oneConn(t, p.Addr)
+	require.NoError(t, read(warm)) // the type measured: not a probe the next waits for
+	warm.Close()
+
+	// Reads of the table wait on either server; the replica has one connection.
+	unlockReplica := lockTable(t, env.Replica1, tbl)
+	unlockPrimary := lockTable(t, env.Primary, tbl)
+	errs := make(chan error, 2)
+	reader := func() {
+		db := oneConn(t, p.Addr)
+		defer db.Close()
+		errs <- read(db)
+	}
+	go reader()
+	waitFor(t, 5*time.Second, "a read holding the replica's connection", func() bool { return ctls[1].Snapshot().Running == 1 })
+	go reader() // admitted at the replica, which has no connection for it: it runs on the primary
+	waitFor(t, 5*time.Second, "the read that fell back charged to the primary", func() bool {
+		return ctls[0].Snapshot().Running == 1
+	})
+	assert.Equal(t, 1, ctls[1].Snapshot().Running, "the replica is charged only for the read it runs")
+	assert.Equal(t, 1.0, readsTo(t, p, env.Primary, "fell_back_to_primary"))
+
+	unlockPrimary()
+	unlockReplica()
+	for range 2 {
+		select {
+		case err := <-errs:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a read never ended")
+		}
+	}
+	waitFor(t, 5*time.Second, "both capacities free again", func() bool {
+		return ctls[0].Snapshot().Running == 0 && ctls[1].Snapshot().Running == 0
+	})
+}

@@ -74,6 +74,19 @@ func (c *Controller) ArriveAt(t *Ticket, req Request, now time.Time) (State, err
 	return c.place(t, now)
 }
 
+// AdmitNowAt admits at now a unit that another controller admitted and that runs on this
+// controller's backend instead (a read whose replica could not take it): at once, past the
+// queue and the session gate, charged as a unit that holds a connection is. It waited its
+// turn already; it must not wait again, nor count twice at the gate.
+func (c *Controller) AdmitNowAt(t *Ticket, req Request, now time.Time) {
+	req.Holding = true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	t.reset(c.charged(req), c.seq, now)
+	c.admit(t, now, false)
+}
+
 // charged is req as admission charges it: an unmeasured unit's default cost stays its
 // expected service time; one that holds a connection is admitted at its default, with no
 // probe; one with no type to probe by is charged coldCharge.

@@ -297,6 +297,20 @@ func (s *session) releaseUnitAt(now time.Time) {
 	}
 }
 
+// moveCharge moves an admitted unit's charge to the controller of the backend its route
+// now names, when it ran out of another's: it leaves the one that admitted it, having run
+// nothing there, and is charged at once where it runs.
+func (s *session) moveCharge(p *plan) {
+	to := s.adm.forBackend(p.route.To)
+	if !s.unit.admitted || s.charge.by == to {
+		return
+	}
+	now := time.Now()
+	s.charge.by.ReleaseAt(&s.charge.ticket, 0, now)
+	to.AdmitNowAt(&s.charge.ticket, p.req, now)
+	s.charge.by = to
+}
+
 // admissionError tells the client why its unit was refused; where names the backend
 // whose capacity it waited for.
 func (s *session) admissionError(err error, waited time.Duration, where string) *clientError {

@@ -241,11 +241,13 @@ func (s *session) retryOnPrimary(p *plan, cause error) error {
 var errStatementGone = errors.New("the statement could not be prepared on the primary")
 
 // fallBack moves the open unit's read, which its replica cannot run (cause), to the
-// primary. With down the replica takes no reads until its monitor sees it answer again.
-// It is the one place a unit moves between backends.
+// primary: routing's decision, and the unit's admission charge with it. With down the
+// replica takes no reads until its monitor sees it answer again. It is the one place a
+// unit moves between backends.
 func (s *session) fallBack(p *plan, cause error, down bool) {
 	s.routes.FellBack(cause, down)
 	p.route = s.routes.Current()
+	s.moveCharge(p)
 }
 
 // lost handles a command whose exchange with the backend broke (err).
