@@ -99,7 +99,13 @@ func TestPassthroughDerivesCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ed.Close()
-	if err := ed.Ping(); err != nil {
+	// The server draws the ed25519 nonce here, and the driver strips a NUL that ends it: one
+	// login in 256 fails as a malformed packet, straight to the server as through the proxy.
+	err = ed.Ping()
+	for try := 0; errors.Is(err, mysql.ErrMalformPkt) && try < 3; try++ {
+		err = ed.Ping()
+	}
+	if err != nil {
 		t.Fatalf("an ed25519 user still logs in through passthrough: %v", err)
 	}
 	derived := metricValue(t, p, "gatekeeper_passthrough_credentials_total", map[string]string{"outcome": "derived"})

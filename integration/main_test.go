@@ -29,6 +29,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
+	"github.com/gatekeeperdb/gatekeeper/internal/wiring"
 )
 
 // env is what scripts/test-backends.sh env prints.
@@ -120,6 +121,15 @@ type testProxy struct {
 	cfg   config.Config
 }
 
+// ReloadAdmission applies admission settings a, as a reload of the daemon does.
+func (p *testProxy) ReloadAdmission(a config.Admission) error {
+	adm, err := wiring.Admission(a)
+	if err != nil {
+		return err
+	}
+	return p.Server.ReloadAdmission(adm)
+}
+
 // modes are the proxy's modes every client-facing test runs in.
 var modes = []string{config.ModePassthrough, config.ModePooled}
 
@@ -177,7 +187,7 @@ func startProxy(t *testing.T, edit func(*config.Config)) *testProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(cfg, log, reg, costs)
+	srv, err := wiring.Proxy(cfg, costs, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
+	"github.com/gatekeeperdb/gatekeeper/internal/wiring"
 )
 
 // queueListLimit bounds the units /api/v1/queue lists.
@@ -102,12 +103,16 @@ func (r *reloader) reload() error {
 	// Admission first: if it refuses the new settings nothing has changed yet; if the
 	// estimator then refuses its own, admission goes back to the running settings. Either
 	// way the running configuration stays whole, as the log line says.
-	if err := r.srv.ReloadAdmission(next.Admission); err != nil {
+	adm, err := wiring.Admission(next.Admission)
+	if err == nil {
+		err = r.srv.ReloadAdmission(adm)
+	}
+	if err != nil {
 		r.log.Error("configuration reload refused; the running configuration stays", "err", err)
 		return err
 	}
 	if err := r.costs.Reconfigure(estimatorConfig(next.Estimator)); err != nil {
-		if rerr := r.srv.ReloadAdmission(r.cur.Admission); rerr != nil {
+		if rerr := r.restoreAdmission(); rerr != nil {
 			r.log.Error("cannot restore the running admission settings", "err", rerr)
 		}
 		r.log.Error("configuration reload refused; the running configuration stays", "err", err)
@@ -142,6 +147,15 @@ func (r *reloader) reload() error {
 		r.log.Warn("configuration changes that need a restart were not applied", "sections", restart)
 	}
 	return nil
+}
+
+// restoreAdmission applies the running admission settings again.
+func (r *reloader) restoreAdmission() error {
+	adm, err := wiring.Admission(r.cur.Admission)
+	if err != nil {
+		return err
+	}
+	return r.srv.ReloadAdmission(adm)
 }
 
 func estimatorConfig(c config.Estimator) estimator.Config {

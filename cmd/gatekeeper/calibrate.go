@@ -22,7 +22,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/capacity"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
-	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
+	"github.com/gatekeeperdb/gatekeeper/internal/wiring"
 )
 
 type calibrateOptions struct {
@@ -102,7 +102,7 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := proxy.New(cfg, log, prometheus.NewRegistry(), costs)
+	srv, err := wiring.Proxy(cfg, costs, log, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,11 @@ func calibrate(ctx context.Context, o calibrateOptions, out io.Writer) error {
 		a := cfg.Admission
 		a.Enabled, a.Capacity = true, config.Capacity(c)
 		a.QueueTimeout, a.MaxQueue = time.Hour, 1<<20
-		if err := srv.ReloadAdmission(a); err != nil {
+		adm, err := wiring.Admission(a)
+		if err != nil {
+			return err
+		}
+		if err := srv.ReloadAdmission(adm); err != nil {
 			return err
 		}
 		s, serr := load.measure(ctx, time.Second, o.step)

@@ -19,8 +19,8 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/mdtable"
 	"github.com/gatekeeperdb/gatekeeper/internal/monitor"
-	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+	"github.com/gatekeeperdb/gatekeeper/internal/wiring"
 )
 
 // metricDoc is what the reference says of a metric: its type and its label names, sorted.
@@ -93,7 +93,7 @@ func exportedMetrics(t *testing.T, cfg config.Config) map[string]metricDoc {
 	rec := &recordingRegisterer{Registerer: prometheus.NewRegistry()}
 	log := slog.New(slog.DiscardHandler)
 	registerMetrics(rec, costs, cfg.Estimator.MetricsTopTypes)
-	if _, err := proxy.New(cfg, log, rec, costs); err != nil {
+	if _, err := wiring.Proxy(cfg, costs, log, rec); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Monitor.User != "" {

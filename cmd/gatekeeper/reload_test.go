@@ -11,7 +11,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
-	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
+	"github.com/gatekeeperdb/gatekeeper/internal/wiring"
 )
 
 // A reload refused in part changes nothing: the log's "the running configuration stays"
@@ -22,7 +22,7 @@ func TestReloadRefusedInPartChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(cur, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), costs)
+	srv, err := wiring.Proxy(cur, costs, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

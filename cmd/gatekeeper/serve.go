@@ -26,6 +26,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/sdnotify"
+	"github.com/gatekeeperdb/gatekeeper/internal/wiring"
 )
 
 func newServeCommand() *cobra.Command {
@@ -85,7 +86,7 @@ func newLogger(c config.Log) *slog.Logger {
 }
 
 // registerMetrics registers what /metrics exports in every mode besides the proxy's own
-// metrics (proxy.New registers those), the monitor's (registerThreadsRunning) and the
+// metrics (wiring.Proxy registers those), the monitor's (registerThreadsRunning) and the
 // health of the admin listener (newHealthCollector): the Go runtime and the process, the
 // build, and the estimator's table. docs/metrics.md lists them all.
 func registerMetrics(reg prometheus.Registerer, costs *estimator.Table, topTypes int) {
@@ -110,115 +111,211 @@ func registerThreadsRunning(reg prometheus.Registerer, threads *monitor.Poller) 
 }
 
 // serve runs the proxy and its admin listener until ctx ends, then drains. load re-reads
-// the configuration for a reload.
+// the configuration for a reload. It reads as the daemon's parts, started in order and
+// stopped in reverse: the estimates, the proxy, the listener, the monitor of the primary,
+// the replicas' monitors, the accounts, the admin listener; then the loop that serves,
+// reloads and saves, and the drain.
 func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), log *slog.Logger) error {
 	_ = mysql.SetLogger(driverLogger{log})
-	costs, err := newCostTable(cfg.Estimator)
-	if err != nil {
-		return err
-	}
-	state := stateFile(cfg.Estimator)
-	loadEstimates(costs, state, log)
+	var bg background // what ends with serve
+	defer bg.stop()
 	reg := prometheus.NewRegistry()
-	registerMetrics(reg, costs, cfg.Estimator.MetricsTopTypes)
-
-	srv, err := proxy.New(cfg, log, reg, costs)
+	est, err := openEstimates(cfg.Estimator, log, reg)
 	if err != nil {
 		return err
 	}
-	if n, fixed := cfg.FixedThreads(); fixed {
-		runtime.GOMAXPROCS(n)
-	} else {
-		procsCtx, stopProcs := context.WithCancel(context.Background())
-		defer stopProcs()
-		go procs.Run(procsCtx, procs.ProcessCPU, log) // ends with serve
+	srv, err := wiring.Proxy(cfg, est.costs, log, reg)
+	if err != nil {
+		return err
 	}
+	runThreads(&bg, cfg, log)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	var threads *monitor.Poller
-	if cfg.Monitor.User != "" {
-		threads, err = monitor.New(cfg.Backends.Primary, cfg.Monitor.User, cfg.Monitor.Password, cfg.Monitor.Interval, log)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		monCtx, stopMonitor := context.WithCancel(context.Background())
-		defer stopMonitor()
-		go threads.Run(monCtx) // ends with serve
-		registerThreadsRunning(reg, threads)
-		srv.SetThreadsRunning(func() (float64, bool) {
-			v, at, err := threads.ThreadsRunning()
-			return v, err == nil && !at.IsZero()
-		})
+	defer ln.Close() // closed by the drain first, unless a part failed to start
+	if err := startMonitor(&bg, cfg, srv, reg, log); err != nil {
+		return err
 	}
-	if router := srv.Router(); router != nil {
-		routeCtx, stopRouting := context.WithCancel(context.Background())
-		defer stopRouting()
-		go func() { // ends with serve
-			if err := router.Run(routeCtx); err != nil {
-				log.Error("replica monitors failed: reads stay on the primary", "err", err)
-			}
-		}()
-		log.Info("reads go to replicas", "replicas", cfg.Backends.Replicas, "consistency", cfg.Routing.Consistency,
-			"balance", cfg.Routing.Balance)
-	} else if len(cfg.Backends.Replicas) > 0 {
-		log.Warn("backends.replicas are not used: reads go to replicas in pooled mode with routing.enabled",
-			"mode", cfg.Mode, "routing_enabled", cfg.Routing.Enabled)
+	startRouting(&bg, cfg, srv, log)
+	rl := &reloader{load: load, cur: cfg, srv: srv, costs: est.costs, log: log, enabled: cfg.Admission.Enabled}
+	if err := startAccounts(&bg, cfg, srv, rl, log); err != nil {
+		return err
 	}
-	rl := &reloader{load: load, cur: cfg, srv: srv, costs: costs, log: log, enabled: cfg.Admission.Enabled}
-	if cfg.Mode == config.ModePooled || cfg.Auth.FromBackend {
-		accCtx, stopAccounts := context.WithCancel(context.Background())
-		defer stopAccounts()
-		acc, err := newAccounts(accCtx, cfg, srv.Accounts(nil), log)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		defer acc.close()
-		srv.Accounts(acc.refresh())
-		rl.accounts = acc
-	}
-
-	primary := replicas.NewProbe(cfg.Backends.Primary, cfg.Backends.ConnectTimeout, 2*time.Second)
 	draining := make(chan struct{}) // closed when the drain begins: no longer ready
-	var adminSrv *http.Server
-	if cfg.Admin.Listen != "" {
-		aln, err := net.Listen("tcp", cfg.Admin.Listen)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("admin listen: %w", err)
-		}
-		ready := admin.CheckFunc(func(ctx context.Context) error {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-draining:
-				return errors.New("shutting down")
-			default:
-			}
-			return primary.Check(ctx)
-		})
-		reg.MustRegister(newHealthCollector(primary, ready))
-		handler := admin.Handler(admin.Sources{
-			Gatherer: reg,
-			Ready:    ready,
-			Types:    typesSource{table: costs, cfg: cfg.Estimator, typeKey: cfg.Classify.TypeKey},
-			Queue:    queueSource{srv: srv, costs: costs, enabled: rl.admissionEnabled},
-			Sessions: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
-			Backends: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
-			Reload:   rl.reload,
-			Pprof:    cfg.Admin.Pprof,
-		})
-		adminSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-		go func() { // ends when adminSrv is shut down
-			if err := adminSrv.Serve(aln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("admin listener failed", "err", err)
-			}
-		}()
+	adminSrv, err := startAdmin(cfg, srv, est.costs, rl, reg, draining, log)
+	if err != nil {
+		return err
 	}
+	runErr := run(ctx, srv, ln, rl, est, cfg, log)
+	close(draining)
+	drain(srv, adminSrv, cfg, log)
+	est.save()
+	log.Info("stopped")
+	return runErr
+}
 
+// background holds what serve started that ends with it.
+type background struct{ stops []func() }
+
+// add runs f in a goroutine of its own until ctx, which stop cancels, ends.
+func (b *background) add(f func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stops = append(b.stops, cancel)
+	go f(ctx) // ends at stop
+}
+
+// onStop runs f at stop.
+func (b *background) onStop(f func()) { b.stops = append(b.stops, f) }
+
+// stop ends what was started, the last first.
+func (b *background) stop() {
+	for i := len(b.stops) - 1; i >= 0; i-- {
+		b.stops[i]()
+	}
+}
+
+// estimates are the learnt costs of the request types, kept in a state file across
+// restarts when estimator.state_file names one.
+type estimates struct {
+	costs *estimator.Table
+	file  string
+	log   *slog.Logger
+}
+
+// openEstimates returns the table of costs, loaded from its state file, and registers the
+// metrics /metrics exports besides the proxy's.
+func openEstimates(c config.Estimator, log *slog.Logger, reg prometheus.Registerer) (*estimates, error) {
+	costs, err := newCostTable(c)
+	if err != nil {
+		return nil, err
+	}
+	e := &estimates{costs: costs, file: stateFile(c), log: log}
+	loadEstimates(costs, e.file, log)
+	registerMetrics(reg, costs, c.MetricsTopTypes)
+	return e, nil
+}
+
+// save writes the estimates to their state file, if there is one.
+func (e *estimates) save() {
+	if e.file == "" {
+		return
+	}
+	if err := saveEstimates(e.costs, e.file); err != nil {
+		e.log.Warn("cannot save estimates", "file", e.file, "err", err)
+	}
+}
+
+// runThreads fixes the proxy's threads (GOMAXPROCS), or follows the processor time the
+// process may use.
+func runThreads(bg *background, cfg config.Config, log *slog.Logger) {
+	if n, fixed := cfg.FixedThreads(); fixed {
+		runtime.GOMAXPROCS(n)
+		return
+	}
+	bg.add(func(ctx context.Context) { procs.Run(ctx, procs.ProcessCPU, log) })
+}
+
+// startMonitor polls the primary's Threads_running with monitor.user, for the policers
+// and /metrics, when a monitor account is set.
+func startMonitor(bg *background, cfg config.Config, srv *proxy.Server, reg prometheus.Registerer, log *slog.Logger) error {
+	if cfg.Monitor.User == "" {
+		return nil
+	}
+	threads, err := monitor.New(cfg.Backends.Primary, cfg.Monitor.User, cfg.Monitor.Password, cfg.Monitor.Interval, log)
+	if err != nil {
+		return err
+	}
+	bg.add(threads.Run)
+	registerThreadsRunning(reg, threads)
+	srv.SetThreadsRunning(func() (float64, bool) {
+		v, at, err := threads.ThreadsRunning()
+		return v, err == nil && !at.IsZero()
+	})
+	return nil
+}
+
+// startRouting runs the replicas' monitors when reads are routed.
+func startRouting(bg *background, cfg config.Config, srv *proxy.Server, log *slog.Logger) {
+	router := srv.Router()
+	if router == nil {
+		if len(cfg.Backends.Replicas) > 0 {
+			log.Warn("backends.replicas are not used: reads go to replicas in pooled mode with routing.enabled",
+				"mode", cfg.Mode, "routing_enabled", cfg.Routing.Enabled)
+		}
+		return
+	}
+	bg.add(func(ctx context.Context) {
+		if err := router.Run(ctx); err != nil {
+			log.Error("replica monitors failed: reads stay on the primary", "err", err)
+		}
+	})
+	log.Info("reads go to replicas", "replicas", cfg.Backends.Replicas, "consistency", cfg.Routing.Consistency,
+		"balance", cfg.Routing.Balance)
+}
+
+// startAccounts reads the accounts pooled mode and auth.from_backend log clients in with.
+func startAccounts(bg *background, cfg config.Config, srv *proxy.Server, rl *reloader, log *slog.Logger) error {
+	if cfg.Mode != config.ModePooled && !cfg.Auth.FromBackend {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	bg.onStop(cancel)
+	acc, err := newAccounts(ctx, cfg, srv.Accounts(nil), log)
+	if err != nil {
+		return err
+	}
+	bg.onStop(acc.close)
+	srv.Accounts(acc.refresh())
+	rl.accounts = acc
+	return nil
+}
+
+// startAdmin runs the admin listener (/metrics, health, the JSON API, reloads) unless
+// admin.listen is empty; it is no longer ready once draining is closed.
+func startAdmin(cfg config.Config, srv *proxy.Server, costs *estimator.Table, rl *reloader, reg *prometheus.Registry,
+	draining <-chan struct{}, log *slog.Logger) (*http.Server, error) {
+	if cfg.Admin.Listen == "" {
+		return nil, nil
+	}
+	aln, err := net.Listen("tcp", cfg.Admin.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("admin listen: %w", err)
+	}
+	primary := replicas.NewProbe(cfg.Backends.Primary, cfg.Backends.ConnectTimeout, 2*time.Second)
+	ready := admin.CheckFunc(func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-draining:
+			return errors.New("shutting down")
+		default:
+		}
+		return primary.Check(ctx)
+	})
+	reg.MustRegister(newHealthCollector(primary, ready))
+	handler := admin.Handler(admin.Sources{
+		Gatherer: reg,
+		Ready:    ready,
+		Types:    typesSource{table: costs, cfg: cfg.Estimator, typeKey: cfg.Classify.TypeKey},
+		Queue:    queueSource{srv: srv, costs: costs, enabled: rl.admissionEnabled},
+		Sessions: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
+		Backends: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
+		Reload:   rl.reload,
+		Pprof:    cfg.Admin.Pprof,
+	})
+	adminSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { // ends when adminSrv is shut down
+		if err := adminSrv.Serve(aln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("admin listener failed", "err", err)
+		}
+	}()
+	return adminSrv, nil
+}
+
+// run serves ln until ctx ends or accepting fails, reloading on SIGHUP and saving the
+// estimates every estimator.save_interval.
+func run(ctx context.Context, srv *proxy.Server, ln net.Listener, rl *reloader, est *estimates, cfg config.Config, log *slog.Logger) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }() // ends when Shutdown closes ln
 	log.Info("gatekeeper started", "version", buildVersion(), "listen", ln.Addr().String(),
@@ -227,44 +324,32 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if _, err := sdnotify.Send(sdnotify.Ready); err != nil {
 		log.Warn("cannot notify systemd", "err", err)
 	}
-
 	var saveTick <-chan time.Time
-	if state != "" && cfg.Estimator.SaveInterval > 0 {
+	if est.file != "" && cfg.Estimator.SaveInterval > 0 {
 		t := time.NewTicker(cfg.Estimator.SaveInterval)
 		defer t.Stop()
 		saveTick = t.C
 	}
-	save := func() {
-		if state == "" {
-			return
-		}
-		if err := saveEstimates(costs, state); err != nil {
-			log.Warn("cannot save estimates", "file", state, "err", err)
-		}
-	}
-
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-
-	var runErr error
-loop:
 	for {
 		select {
 		case <-ctx.Done():
-			break loop
+			return nil
 		case <-hup:
 			_ = rl.reload() // logged
-
 		case <-saveTick:
-			save()
+			est.save()
 		case err := <-serveErr:
-			runErr = fmt.Errorf("accept: %w", err)
-			break loop
+			return fmt.Errorf("accept: %w", err)
 		}
 	}
+}
 
-	close(draining)
+// drain stops accepting and lets the sessions finish for up to shutdown.drain_timeout,
+// then stops the admin listener.
+func drain(srv *proxy.Server, adminSrv *http.Server, cfg config.Config, log *slog.Logger) {
 	_, _ = sdnotify.Send(sdnotify.Stopping)
 	log.Info("draining", "connections", srv.Open(), "timeout", cfg.Shutdown.DrainTimeout)
 	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.DrainTimeout)
@@ -277,7 +362,4 @@ loop:
 		defer scancel()
 		_ = adminSrv.Shutdown(sctx)
 	}
-	save()
-	log.Info("stopped")
-	return runErr
 }

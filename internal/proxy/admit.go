@@ -23,42 +23,22 @@ import (
 // without discarding the connection.
 const codeLockWaitTimeout = 1205
 
-// AdmissionConfig turns the admission settings into the controller's policy.
-func AdmissionConfig(a config.Admission) admission.Config {
-	d, _ := admission.ParseDiscipline(a.Discipline) // validated
-	capacity := time.Duration(a.Capacity)
-	var auto admission.AutoConfig
-	if a.Capacity.Auto() {
-		capacity = max(a.CapacityStart, a.CapacityMin)
-		auto = admission.AutoConfig{Enabled: true, Min: a.CapacityMin, Max: a.CapacityMax,
-			Interval: a.CapacityInterval, Step: a.CapacityStep, Stretch: a.CapacityStretch}
-	}
-	return admission.Config{
-		Capacity:            capacity,
-		Auto:                auto,
-		MaxConcurrency:      a.MaxConcurrency,
-		Discipline:          d,
-		Aging:               a.Aging,
-		LastCall:            a.LastCallFor(),
-		QueueTimeout:        a.QueueTimeout,
-		MaxQueue:            a.MaxQueue,
-		MaxOpenTransactions: a.MaxOpenTransactions,
-		Sessions: admission.SessionConfig{
-			ActiveLimit:      a.Sessions.ActiveLimit,
-			BlockingQueue:    a.Sessions.BlockingQueue,
-			Aggressive:       a.Sessions.Variant == config.SessionsAggressive,
-			SLO:              a.Sessions.SLO,
-			AdaptEvery:       a.Sessions.AdaptEvery,
-			MaxBlockingQueue: a.Sessions.MaxBlockingQueue,
-		},
-		Reserve: admission.ReserveConfig{
-			Floor:           a.Reserve.Floor,
-			QuickCutoff:     a.Reserve.QuickCutoff,
-			LengthyLane:     a.Reserve.LengthyLane,
-			LaneRate:        a.Reserve.LaneRate,
-			QuickWaitTarget: a.Reserve.QuickWaitTarget,
-		},
-	}
+// Admission is admission as the proxy applies it: each backend controller's policy, the
+// rate policers, the accept policer and the settings the sessions read at each unit.
+type Admission struct {
+	// Enabled: units ask admission (admission.enabled); off, estimates are still recorded.
+	Enabled bool
+	// Primary is the policy of the primary's controller; Replica that of each replica's,
+	// with routing.
+	Primary, Replica admission.Config
+	// Policers are the rate policers' rules; PolicerInterval is how often adaptive ones
+	// move.
+	Policers        []admission.Rule
+	PolicerInterval time.Duration
+	// Accept polices new connections at the listener.
+	Accept config.Accept
+	// TagKey: sessions are told apart by a gk:session tag, not by connection.
+	TagKey bool
 }
 
 // admissionSettings are the settings the sessions read at each unit; swapped whole on a
@@ -88,11 +68,10 @@ type admitter struct {
 	threadsRunning atomic.Pointer[func() (float64, bool)]
 }
 
-func newAdmitter(a config.Admission) (*admitter, error) {
-	adm := &admitter{ctl: admission.New(AdmissionConfig(a), nil)}
-	adm.settings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.Sessions.Key == config.SessionKeyTag,
-		policerInterval: a.PolicerInterval})
-	ps, err := newPolicers(a, time.Now())
+func newAdmitter(a Admission) (*admitter, error) {
+	adm := &admitter{ctl: admission.New(a.Primary, nil)}
+	adm.settings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.TagKey, policerInterval: a.PolicerInterval})
+	ps, err := admission.NewPolicers(a.Policers, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -103,18 +82,10 @@ func newAdmitter(a config.Admission) (*admitter, error) {
 	return adm, nil
 }
 
-// replicaConfig is the policy of a replica's controller: admission's, without the
-// session gate, which counts the units of sessions once, at the primary's controller.
-func replicaConfig(a config.Admission) admission.Config {
-	cfg := AdmissionConfig(a)
-	cfg.Sessions = admission.SessionConfig{}
-	return cfg
-}
-
-// addReplicas gives each of n replicas a controller of its own.
-func (a *admitter) addReplicas(n int, cfg config.Admission) {
+// addReplicas gives each of n replicas a controller of its own, of policy cfg.
+func (a *admitter) addReplicas(n int, cfg admission.Config) {
 	for range n {
-		a.replicas = append(a.replicas, admission.New(replicaConfig(cfg), nil))
+		a.replicas = append(a.replicas, admission.New(cfg, nil))
 	}
 }
 
@@ -150,19 +121,18 @@ func (s *Server) BackendAdmission() []*admission.Controller { return s.adm.all()
 
 // ReloadAdmission applies new admission settings; waiting units keep their place. The
 // policers start again from their configured rates.
-func (s *Server) ReloadAdmission(a config.Admission) error {
-	ps, err := newPolicers(a, time.Now())
+func (s *Server) ReloadAdmission(a Admission) error {
+	ps, err := admission.NewPolicers(a.Policers, time.Now())
 	if err != nil {
 		return err
 	}
 	s.adm.policers.Store(ps)
 	s.accept.Store(newAcceptPolicer(a.Accept, time.Now()))
-	s.adm.ctl.Configure(AdmissionConfig(a))
+	s.adm.ctl.Configure(a.Primary)
 	for _, c := range s.adm.replicas {
-		c.Configure(replicaConfig(a))
+		c.Configure(a.Replica)
 	}
-	s.adm.settings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.Sessions.Key == config.SessionKeyTag,
-		policerInterval: a.PolicerInterval})
+	s.adm.settings.Store(&admissionSettings{enabled: a.Enabled, tagKey: a.TagKey, policerInterval: a.PolicerInterval})
 	return nil
 }
 

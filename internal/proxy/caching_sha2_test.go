@@ -18,6 +18,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/admission"
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 )
 
@@ -74,10 +76,23 @@ func startTestProxy(t *testing.T, primary string) string {
 	return addr
 }
 
+// testParts are the parts a test proxy of cfg runs on: its pools, and admission as cfg
+// turns it on or off, at a capacity no test reaches (package wiring builds a daemon's
+// from every setting; its tests and the integration suite run those).
+func testParts(cfg config.Config) Parts {
+	p := cfg.Pools
+	return Parts{
+		Admission: Admission{Enabled: cfg.Admission.Enabled, Primary: admission.Config{Capacity: time.Hour,
+			QueueTimeout: cfg.Admission.QueueTimeout, MaxQueue: cfg.Admission.MaxQueue}},
+		Pools: backend.PoolConfig{MaxOpen: p.MaxOpen, MaxIdle: p.MaxIdle, IdleTimeout: p.IdleTimeout,
+			MaxLifetime: p.MaxLifetime, WaitTimeout: p.WaitTimeout},
+	}
+}
+
 // serveTestProxy runs a proxy for cfg on a loopback port until the test ends.
 func serveTestProxy(t *testing.T, cfg config.Config, log *slog.Logger) (string, *Server) {
 	t.Helper()
-	srv, err := New(cfg, log, prometheus.NewRegistry(), nil)
+	srv, err := New(cfg, testParts(cfg), log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

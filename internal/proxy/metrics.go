@@ -2,9 +2,12 @@ package proxy
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 )
 
 // metrics are the proxy's Prometheus metrics. The series every command adds to are in hot;
@@ -86,4 +89,47 @@ const (
 // series each time costs nothing that matters; codes are 16 bits, a bounded set.
 func (m *metrics) errorSent(origin string, code uint16) {
 	m.errorsSent.WithLabelValues(origin, strconv.Itoa(int(code))).Inc()
+}
+
+// registerLogins exports the logins in progress.
+func (m *metrics) registerLogins(reg prometheus.Registerer, g *handshakeGate) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gatekeeper_client_handshakes",
+		Help: "Client connections logging in now (bounded by client.max_handshakes).",
+	}, func() float64 { return float64(g.inProgress()) }))
+}
+
+// registerDerived returns the count of passthrough logins by whether a credential could be
+// derived from them (auth.from_backend).
+func (m *metrics) registerDerived(reg prometheus.Registerer) *prometheus.CounterVec {
+	derived := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_passthrough_credentials_total",
+		Help: "Passthrough logins by whether the proxy could derive a credential to open more connections as the user (derived, underivable).",
+	}, []string{"outcome"})
+	reg.MustRegister(derived)
+	return derived
+}
+
+// registerMultiplex exports how many client connections (open) each of the primary pool's
+// connections serves in pooled mode.
+func (m *metrics) registerMultiplex(reg prometheus.Registerer, primary *backend.Pool, open *atomic.Int64) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gatekeeper_backend_client_sessions_per_connection",
+		Help: "Client connections open per pooled backend connection open: how many clients each database connection serves.",
+	}, func() float64 {
+		if n := primary.Stats().Open; n > 0 {
+			return float64(open.Load()) / float64(n)
+		}
+		return 0
+	}))
+}
+
+// registerAuthFailures returns the count of pooled mode's refused logins, by reason.
+func registerAuthFailures(reg prometheus.Registerer) *prometheus.CounterVec {
+	fails := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_auth_failures_total",
+		Help: "Client logins the proxy refused in pooled mode, by reason.",
+	}, []string{"reason"})
+	reg.MustRegister(fails)
+	return fails
 }

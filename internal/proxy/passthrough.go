@@ -153,7 +153,7 @@ func (d *dedicated) answer(ctx context.Context, backend *protocol.Conn, resp *pr
 	s := d.s
 	m := s.metrics
 	addr := d.primary
-	tlsConfig, err := s.gate.backendTLS.forBackend(addr, offersTLS)
+	tlsConfig, err := s.gate.backendTLS.For(addr, offersTLS)
 	if err != nil {
 		s.sendError(errBackendTLS(addr, err))
 		m.handshakeErrors.WithLabelValues("backend_tls").Inc()

@@ -17,31 +17,6 @@ type errPoliced struct{ rule string }
 
 func (e errPoliced) Error() string { return "refused by policer " + e.rule }
 
-// newPolicers builds the rate policers of the admission settings.
-func newPolicers(a config.Admission, now time.Time) (*admission.Policers, error) {
-	rules := make([]admission.Rule, 0, len(a.Policers))
-	for _, p := range a.Policers {
-		r := admission.Rule{
-			Name: p.Name, Type: p.Type, User: p.User, Schema: p.Schema,
-			Rate: p.Rate, Burst: p.Burst, MinRate: p.MinRate, MaxRate: p.MaxRate,
-			Controller: p.Controller, Signal: p.Signal, Target: p.Target, Kp: p.Kp, Kd: p.Kd,
-		}
-		if p.Client != "" {
-			prefix, err := netip.ParsePrefix(p.Client)
-			if err != nil {
-				addr, aerr := netip.ParseAddr(p.Client)
-				if aerr != nil {
-					return nil, fmt.Errorf("admission.policers %q: client %q is neither an IP nor a CIDR block", p.Name, p.Client)
-				}
-				prefix = netip.PrefixFrom(addr, addr.BitLen())
-			}
-			r.Client = prefix.Masked()
-		}
-		rules = append(rules, r)
-	}
-	return admission.NewPolicers(rules, now)
-}
-
 // police runs the rate policers on the unit about to ask for admission. It returns false
 // when one refused the unit; the client has been told why.
 func (s *session) police(p *plan) bool {

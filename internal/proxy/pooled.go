@@ -44,7 +44,7 @@ type pooledMode struct {
 
 // newPooledMode returns pooled mode's pools for the primary and, when reads are routed to
 // them, for replicas.
-func newPooledMode(cfg *config.Config, replicas []string, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) *pooledMode {
+func newPooledMode(cfg *config.Config, pc backend.PoolConfig, replicas []string, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) *pooledMode {
 	m := &pooledMode{
 		metrics: backend.NewMetrics(reg),
 		shared:  pooled.NewShared(reg),
@@ -52,20 +52,13 @@ func newPooledMode(cfg *config.Config, replicas []string, tlsFor func(string, bo
 		connect: cfg.Backends.ConnectTimeout,
 		attrs:   []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
 	}
-	m.authFails = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gatekeeper_auth_failures_total",
-		Help: "Client logins the proxy refused in pooled mode, by reason.",
-	}, []string{"reason"})
 	for _, addr := range append([]string{cfg.Backends.Primary}, replicas...) {
 		dialer := &backend.Dialer{Addr: addr, ConnectTimeout: cfg.Backends.ConnectTimeout,
 			DeadAfter: cfg.Backends.DeadAfter, TLS: tlsFor}
-		pc := backend.PoolConfig{
-			MaxOpen: cfg.Pools.MaxOpen, MaxIdle: cfg.Pools.MaxIdle, IdleTimeout: cfg.Pools.IdleTimeout,
-			MaxLifetime: cfg.Pools.MaxLifetime, WaitTimeout: cfg.Pools.WaitTimeout,
-		}
 		m.pools = append(m.pools, backend.NewPool(dialer, pc, m.metrics, log))
 	}
-	reg.MustRegister(m.authFails, backend.NewPoolCollector(func() []*backend.Pool { return m.pools }))
+	m.authFails = registerAuthFailures(reg)
+	reg.MustRegister(backend.NewPoolCollector(func() []*backend.Pool { return m.pools }))
 	return m
 }
 

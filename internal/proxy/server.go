@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
-	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 )
 
@@ -56,9 +56,24 @@ type Server struct {
 	stopReaper  chan struct{}
 }
 
-// New returns a Server for cfg, which must have been validated. Metrics are registered
-// with reg. The measured cost of each request type goes to costs, unless it is nil.
-func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *estimator.Table) (*Server, error) {
+// Parts are what a Server runs on besides its configuration, each built from the
+// configuration by package wiring.
+type Parts struct {
+	// Costs learns what each request type costs; nil: nothing is recorded.
+	Costs *estimator.Table
+	// Admission is admission's policy.
+	Admission Admission
+	// BackendTLS secures the proxy's connections to backends; nil: no TLS.
+	BackendTLS *backend.TLSPolicy
+	// Pools are the limits of pooled mode's pools.
+	Pools backend.PoolConfig
+	// Routing routes pooled mode's reads to replicas; nil: reads stay on the primary.
+	Routing *routing.Policy
+}
+
+// New returns a Server for cfg, which must have been validated, running on parts. Metrics
+// are registered with reg.
+func New(cfg config.Config, parts Parts, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
 	key, ok := typeKeys[cfg.Classify.TypeKey]
 	if !ok {
 		return nil, fmt.Errorf("classify.type_key: unknown key %q", cfg.Classify.TypeKey)
@@ -72,32 +87,27 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, costs *
 		byID:       map[uint32]*session{},
 		stopReaper: make(chan struct{}),
 	}
-	c := &collaborators{cfg: &s.cfg, log: log, metrics: newMetrics(reg), index: s, logins: s.logins,
-		rec:  &recorder{costs: costs, share: estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()), typeKey: key},
-		gate: &gate{timeouts: logEvery{period: time.Minute}}, mode: passthrough{}}
+	c := &collaborators{cfg: &s.cfg, log: log, metrics: newMetrics(reg), index: s, logins: s.logins, mode: passthrough{},
+		rec:  &recorder{costs: parts.Costs, share: estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()), typeKey: key},
+		gate: &gate{timeouts: logEvery{period: time.Minute}, backendTLS: parts.BackendTLS}}
 	s.collaborators = c
 	var err error
-	if c.adm, err = newAdmitter(cfg.Admission); err != nil {
+	if c.adm, err = newAdmitter(parts.Admission); err != nil {
 		return nil, err
 	}
-	s.accept.Store(newAcceptPolicer(cfg.Admission.Accept, time.Now()))
+	s.accept.Store(newAcceptPolicer(parts.Admission.Accept, time.Now()))
 	c.metrics.registerAdmission(reg, c.adm.ctl, c.adm.policers.Load)
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "gatekeeper_client_handshakes",
-		Help: "Client connections logging in now (bounded by client.max_handshakes).",
-	}, func() float64 { return float64(s.logins.inProgress()) }))
+	c.metrics.registerLogins(reg, s.logins)
 	if err := s.newGate(reg); err != nil {
 		return nil, err
 	}
 	if cfg.Mode == config.ModePooled {
-		if err := s.newPooled(reg); err != nil {
-			return nil, err
-		}
+		s.newPooled(parts, reg)
 	}
 	return s, nil
 }
 
-// newGate sets up what logs clients in: TLS on either side, the accounts of pooled mode
+// newGate sets up what logs clients in: TLS towards clients, the accounts of pooled mode
 // or auth.from_backend, and the count of passthrough credentials derived.
 func (s *Server) newGate(reg prometheus.Registerer) error {
 	cfg := &s.cfg
@@ -109,74 +119,31 @@ func (s *Server) newGate(reg prometheus.Registerer) error {
 		}
 		g.clientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	var err error
-	if g.backendTLS, err = newBackendTLS(cfg.Backends.TLS); err != nil {
-		return err
-	}
 	if cfg.Mode == config.ModePooled || cfg.Auth.FromBackend {
 		g.accounts = auth.NewStore()
 	}
 	if cfg.Mode == config.ModePassthrough && cfg.Auth.FromBackend {
-		g.derived = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gatekeeper_passthrough_credentials_total",
-			Help: "Passthrough logins by whether the proxy could derive a credential to open more connections as the user (derived, underivable).",
-		}, []string{"outcome"})
-		reg.MustRegister(g.derived)
+		g.derived = s.metrics.registerDerived(reg)
 	}
 	return nil
 }
 
-// newPooled sets up pooled mode: its pools, and read routing to the replicas when on,
-// each replica with an admission controller of its own.
-func (s *Server) newPooled(reg prometheus.Registerer) error {
-	cfg := &s.cfg
+// newPooled sets up pooled mode: its pools, and read routing to the replicas when parts
+// has it, each replica with an admission controller of its own.
+func (s *Server) newPooled(parts Parts, reg prometheus.Registerer) {
 	var replicaAddrs []string
-	if cfg.Routes() {
-		rt, err := newRouting(cfg, s.rec.costs, s.log, reg)
-		if err != nil {
-			return err
-		}
+	if rt := parts.Routing; rt != nil {
 		s.routing = rt
-		replicaAddrs = cfg.Backends.Replicas
-		s.adm.addReplicas(len(replicaAddrs), cfg.Admission)
+		for _, b := range rt.Router().Replicas() {
+			replicaAddrs = append(replicaAddrs, b.Addr)
+		}
+		s.adm.addReplicas(len(replicaAddrs), parts.Admission.Replica)
 		rt.Router().SetRoom(s.adm.room)
 		reg.MustRegister(&backendAdmissionCollector{ctls: s.adm.all(), names: s.backendNames()})
 	}
-	s.pooled = newPooledMode(cfg, replicaAddrs, s.gate.backendTLS.forBackend, s.log, reg)
+	s.pooled = newPooledMode(&s.cfg, parts.Pools, replicaAddrs, s.gate.backendTLS.For, s.log, reg)
 	s.mode = s.pooled
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "gatekeeper_backend_client_sessions_per_connection",
-		Help: "Client connections open per pooled backend connection open: how many clients each database connection serves.",
-	}, func() float64 {
-		if open := s.pooled.pools[0].Stats().Open; open > 0 {
-			return float64(s.open.Load()) / float64(open)
-		}
-		return 0
-	}))
-	return nil
-}
-
-// newRouting returns the routing policy of cfg: the router of the replicas, their
-// monitors and version map, and the policy's settings.
-func newRouting(cfg *config.Config, costs *estimator.Table, log *slog.Logger, reg prometheus.Registerer) (*routing.Policy, error) {
-	consistency, err := replicas.ParseConsistency(cfg.Routing.Consistency)
-	if err != nil {
-		return nil, err
-	}
-	balance, err := replicas.ParseBalance(cfg.Routing.Balance)
-	if err != nil {
-		return nil, err
-	}
-	router := replicas.NewRouter(replicas.Config{
-		Primary: cfg.Backends.Primary, Replicas: cfg.Backends.Replicas,
-		User: cfg.Monitor.User, Password: cfg.Monitor.Password,
-		Balance: balance, PrimaryReads: cfg.Routing.PrimaryReads,
-		MaxLag: cfg.Routing.MaxLag, PollInterval: cfg.Replicas.PollInterval,
-		ClosureInterval: cfg.Replicas.ClosureInterval,
-	}, replicas.NewVersions(), log)
-	return routing.New(routing.Config{Consistency: consistency, CausalWait: cfg.Routing.CausalWait,
-		Poll: cfg.Replicas.PollInterval, ReadOnlyTransactions: cfg.Routing.ReadOnlyTransactions == "replica"},
-		router, costs, log, reg), nil
+	s.metrics.registerMultiplex(reg, s.pooled.pools[0], &s.open)
 }
 
 // Accounts returns the accounts of pooled mode or of auth.from_backend (nil without

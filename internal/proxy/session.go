@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
@@ -66,7 +67,7 @@ type recorder struct {
 // passthrough credentials derived.
 type gate struct {
 	clientTLS  *tls.Config
-	backendTLS *backendTLS
+	backendTLS *backend.TLSPolicy
 	accounts   *auth.Store
 	refresh    func(ctx context.Context) bool
 	derived    *prometheus.CounterVec

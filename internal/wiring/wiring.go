@@ -1,0 +1,210 @@
+// Package wiring builds gatekeeper's parts from its configuration and joins them: the
+// admission policies, the routing policy over the replicas' router, the backends' TLS and
+// pools, and the proxy server that runs on them. It is the one place where the
+// configuration is translated into the settings of the packages it configures; cmd/gatekeeper
+// and the integration suite assemble the daemon through it, and no other package reads
+// another's section of the configuration.
+package wiring
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/admission"
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
+	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+	"github.com/gatekeeperdb/gatekeeper/internal/routing"
+)
+
+// Proxy returns the proxy server for cfg, which must have been validated, with its parts:
+// admission, the backends' TLS and pools, and in pooled mode with replicas, read routing.
+// The measured cost of each request type goes to costs, unless it is nil. Metrics are
+// registered with reg.
+func Proxy(cfg config.Config, costs *estimator.Table, log *slog.Logger, reg prometheus.Registerer) (*proxy.Server, error) {
+	parts := proxy.Parts{Costs: costs, Pools: Pools(cfg.Pools)}
+	var err error
+	if parts.Admission, err = Admission(cfg.Admission); err != nil {
+		return nil, err
+	}
+	if parts.BackendTLS, err = BackendTLS(cfg.Backends.TLS); err != nil {
+		return nil, err
+	}
+	if cfg.Mode == config.ModePooled && cfg.Routes() {
+		if parts.Routing, err = Routing(cfg, costs, log, reg); err != nil {
+			return nil, err
+		}
+	}
+	return proxy.New(cfg, parts, log, reg)
+}
+
+// Admission turns admission.* into admission as the proxy applies it.
+func Admission(a config.Admission) (proxy.Admission, error) {
+	rules, err := PolicerRules(a.Policers)
+	if err != nil {
+		return proxy.Admission{}, err
+	}
+	primary := AdmissionPolicy(a)
+	// A replica's controller has no session gate: the gate counts the units of sessions
+	// once, at the primary's controller.
+	replica := primary
+	replica.Sessions = admission.SessionConfig{}
+	return proxy.Admission{Enabled: a.Enabled, Primary: primary, Replica: replica, Policers: rules,
+		PolicerInterval: a.PolicerInterval, Accept: a.Accept, TagKey: a.Sessions.Key == config.SessionKeyTag}, nil
+}
+
+// AdmissionPolicy turns admission.* into a controller's policy.
+func AdmissionPolicy(a config.Admission) admission.Config {
+	d, _ := admission.ParseDiscipline(a.Discipline) // validated
+	capacity := time.Duration(a.Capacity)
+	var auto admission.AutoConfig
+	if a.Capacity.Auto() {
+		capacity = max(a.CapacityStart, a.CapacityMin)
+		auto = admission.AutoConfig{Enabled: true, Min: a.CapacityMin, Max: a.CapacityMax,
+			Interval: a.CapacityInterval, Step: a.CapacityStep, Stretch: a.CapacityStretch}
+	}
+	return admission.Config{
+		Capacity:            capacity,
+		Auto:                auto,
+		MaxConcurrency:      a.MaxConcurrency,
+		Discipline:          d,
+		Aging:               a.Aging,
+		LastCall:            a.LastCallFor(),
+		QueueTimeout:        a.QueueTimeout,
+		MaxQueue:            a.MaxQueue,
+		MaxOpenTransactions: a.MaxOpenTransactions,
+		Sessions: admission.SessionConfig{
+			ActiveLimit:      a.Sessions.ActiveLimit,
+			BlockingQueue:    a.Sessions.BlockingQueue,
+			Aggressive:       a.Sessions.Variant == config.SessionsAggressive,
+			SLO:              a.Sessions.SLO,
+			AdaptEvery:       a.Sessions.AdaptEvery,
+			MaxBlockingQueue: a.Sessions.MaxBlockingQueue,
+		},
+		Reserve: admission.ReserveConfig{
+			Floor:           a.Reserve.Floor,
+			QuickCutoff:     a.Reserve.QuickCutoff,
+			LengthyLane:     a.Reserve.LengthyLane,
+			LaneRate:        a.Reserve.LaneRate,
+			QuickWaitTarget: a.Reserve.QuickWaitTarget,
+		},
+	}
+}
+
+// PolicerRules turns admission.policers into the rate policers' rules.
+func PolicerRules(policers []config.Policer) ([]admission.Rule, error) {
+	rules := make([]admission.Rule, 0, len(policers))
+	for _, p := range policers {
+		r := admission.Rule{
+			Name: p.Name, Type: p.Type, User: p.User, Schema: p.Schema,
+			Rate: p.Rate, Burst: p.Burst, MinRate: p.MinRate, MaxRate: p.MaxRate,
+			Controller: p.Controller, Signal: p.Signal, Target: p.Target, Kp: p.Kp, Kd: p.Kd,
+		}
+		if p.Client != "" {
+			prefix, err := netip.ParsePrefix(p.Client)
+			if err != nil {
+				addr, aerr := netip.ParseAddr(p.Client)
+				if aerr != nil {
+					return nil, fmt.Errorf("admission.policers %q: client %q is neither an IP nor a CIDR block", p.Name, p.Client)
+				}
+				prefix = netip.PrefixFrom(addr, addr.BitLen())
+			}
+			r.Client = prefix.Masked()
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// Pools turns pools.* into the limits of each backend's pool.
+func Pools(p config.Pools) backend.PoolConfig {
+	return backend.PoolConfig{MaxOpen: p.MaxOpen, MaxIdle: p.MaxIdle, IdleTimeout: p.IdleTimeout,
+		MaxLifetime: p.MaxLifetime, WaitTimeout: p.WaitTimeout}
+}
+
+// Routing returns the routing policy of cfg over a router of its replicas: their monitors,
+// the version map of acknowledged writes, and how reads are balanced among them. Reads
+// are balanced by the costs in costs (nil: all alike).
+func Routing(cfg config.Config, costs *estimator.Table, log *slog.Logger, reg prometheus.Registerer) (*routing.Policy, error) {
+	consistency, err := replicas.ParseConsistency(cfg.Routing.Consistency)
+	if err != nil {
+		return nil, err
+	}
+	balance, err := replicas.ParseBalance(cfg.Routing.Balance)
+	if err != nil {
+		return nil, err
+	}
+	router := replicas.NewRouter(replicas.Config{
+		Primary: cfg.Backends.Primary, Replicas: cfg.Backends.Replicas,
+		User: cfg.Monitor.User, Password: cfg.Monitor.Password,
+		Balance: balance, PrimaryReads: cfg.Routing.PrimaryReads,
+		MaxLag: cfg.Routing.MaxLag, PollInterval: cfg.Replicas.PollInterval,
+		ClosureInterval: cfg.Replicas.ClosureInterval,
+	}, replicas.NewVersions(), log)
+	return routing.New(routing.Config{Consistency: consistency, CausalWait: cfg.Routing.CausalWait,
+		Poll: cfg.Replicas.PollInterval, ReadOnlyTransactions: cfg.Routing.ReadOnlyTransactions == "replica"},
+		router, costs, log, reg), nil
+}
+
+// BackendTLS turns backends.tls into how the proxy secures its connections to backends,
+// reading the files it names.
+func BackendTLS(c config.BackendTLS) (*backend.TLSPolicy, error) {
+	p := &backend.TLSPolicy{Mode: c.Mode, Optional: c.Mode == config.TLSPreferred}
+	if c.Mode == config.TLSDisabled || c.Mode == "" {
+		return p, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("backends.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("backends.tls.ca_file: no certificate found in %s", c.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("backends.tls.cert_file: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	switch c.Mode {
+	case config.TLSPreferred, config.TLSRequired:
+		cfg.InsecureSkipVerify = true // encryption without authentication, as MySQL's REQUIRED
+	case config.TLSVerifyCA:
+		// Verify the chain but not the name.
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyConnection = verifyChain(cfg)
+	}
+	p.Base = cfg
+	return p, nil
+}
+
+// verifyChain verifies a backend's certificate chain against cfg's roots, but not its name.
+func verifyChain(cfg *tls.Config) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("backend sent no certificate")
+		}
+		opts := x509.VerifyOptions{Roots: cfg.RootCAs, Intermediates: x509.NewCertPool()}
+		for _, ic := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(ic)
+		}
+		_, err := cs.PeerCertificates[0].Verify(opts)
+		return err
+	}
+}
