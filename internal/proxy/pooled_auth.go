@@ -185,30 +185,11 @@ func (l *pooledLink) authenticate(ctx context.Context, name, plugin string, scra
 		// Ask for the best method the account allows, with a fresh challenge: the client
 		// answered with a method the account cannot check, or did not answer at all (a
 		// COM_CHANGE_USER that leaves the method to the server).
+		var err error
 		plugin = methods[0]
-		scramble = protocol.NewScramble()
-		if plugin == protocol.Ed25519 {
-			scramble = make([]byte, 32)
-			_, _ = rand.Read(scramble)
-			// Clients such as go-sql-driver strip a NUL that ends an authentication
-			// switch's data, as servers end a native scramble with one; a nonce whose last
-			// byte is 0 would reach them 31 bytes long, and they refuse it as malformed
-			// (one login in 256).
-			for scramble[31] == 0 {
-				_, _ = rand.Read(scramble[31:])
-			}
+		if scramble, answer, err = l.switchMethod(plugin); err != nil {
+			return nil, auth.Credential{}, err
 		}
-		if err := s.client.WritePacket(protocol.AppendAuthSwitch(nil, plugin, scramble)); err != nil {
-			return nil, auth.Credential{}, s.clientGone(err)
-		}
-		if err := s.client.Flush(); err != nil {
-			return nil, auth.Credential{}, s.clientGone(err)
-		}
-		p, err := s.client.ReadPacket()
-		if err != nil {
-			return nil, auth.Credential{}, s.clientGone(err)
-		}
-		answer = p
 	}
 	cred, err := u.Verify(plugin, scramble, answer)
 	if err != nil {
@@ -232,6 +213,34 @@ func (l *pooledLink) authenticate(ctx context.Context, name, plugin string, scra
 		return nil, auth.Credential{}, errAuthRefused
 	}
 	return u, cred, nil
+}
+
+// switchMethod asks the client to answer again with plugin, to a fresh challenge, and
+// returns the challenge and the answer.
+func (l *pooledLink) switchMethod(plugin string) (scramble, answer []byte, err error) {
+	s := l.s
+	scramble = protocol.NewScramble()
+	if plugin == protocol.Ed25519 {
+		scramble = make([]byte, 32)
+		_, _ = rand.Read(scramble)
+		// Clients such as go-sql-driver strip a NUL that ends an authentication switch's
+		// data, as servers end a native scramble with one; a nonce whose last byte is 0
+		// would reach them 31 bytes long, and they refuse it as malformed (one login in 256).
+		for scramble[31] == 0 {
+			_, _ = rand.Read(scramble[31:])
+		}
+	}
+	if err := s.client.WritePacket(protocol.AppendAuthSwitch(nil, plugin, scramble)); err != nil {
+		return nil, nil, s.clientGone(err)
+	}
+	if err := s.client.Flush(); err != nil {
+		return nil, nil, s.clientGone(err)
+	}
+	answer, err = s.client.ReadPacket()
+	if err != nil {
+		return nil, nil, s.clientGone(err)
+	}
+	return scramble, answer, nil
 }
 
 // sendLeaseError tells the client why its unit got no connection.

@@ -1,6 +1,7 @@
 // Package replicas keeps track of the backend servers behind the proxy: whether each one
-// answers, and (as read routing arrives) their replication positions and the choice of the
-// replica a read may go to.
+// answers, their replication positions and lag, the version map of the writes acknowledged
+// to each table, and the balance among the backends a read may go to (Router.Pick). Which
+// reads go to a replica at all, and what they must wait for, is package routing's policy.
 //
 // Health is checked by a Probe that opens a connection and reads the server's greeting, the
 // cheapest exchange that proves a MySQL server is there and accepting connections. A server
