@@ -27,7 +27,8 @@
 # that they can go there), gatekeeper-routed1 (the same with GK_REPLICA1 alone: with
 # gatekeeper-pooled and gatekeeper-routed, reads with 0, 1 and 2 replicas), gatekeeper-baseline (pooled mode as gatekeeper-pooled, run from
 # the binary GATEKEEPER_BASELINE: another build, say the commit before a change, in the same
-# run; GATEKEEPER_BASELINE_MODE=passthrough runs it as the gatekeeper target instead); gatekeeper, gatekeeper-pooled, gatekeeper-routed and gatekeeper-baseline run with
+# run; GATEKEEPER_BASELINE_MODE=passthrough runs it as the gatekeeper target instead, =routed
+# as gatekeeper-routed); gatekeeper, gatekeeper-pooled, gatekeeper-routed and gatekeeper-baseline run with
 # admission off,
 # haproxy (mode tcp, Debian's package, installed with apt-get when missing and apt works),
 # proxysql (ProxySQL 2.7.1 from ../shared/tools/devbench/proxysql-2.7.1.tgz, or PROXYSQL_TGZ,
@@ -141,7 +142,7 @@ for t in $ALL_TARGETS; do [[ " $wanted " == *" $t "* ]] && TARGETS="$TARGETS $t"
 TARGETS=${TARGETS# }
 [[ " $TARGETS " == *" direct "* ]] || fail "--targets must include direct: every figure is read against it"
 wants() { [[ " $TARGETS " == *" $1 "* ]]; }
-routes() { wants gatekeeper-routed || wants gatekeeper-routed1; }
+routes() { wants gatekeeper-routed || wants gatekeeper-routed1 || { wants gatekeeper-baseline && [ "${GATEKEEPER_BASELINE_MODE:-}" = routed ]; }; }
 for n in "$ROUNDS" "$TIME" $THREADS; do
 	[[ $n =~ ^[1-9][0-9]*$ ]] || fail "--rounds, --time and --threads take positive whole numbers, not '$n'"
 done
@@ -284,8 +285,8 @@ if wants gatekeeper-baseline; then
 	[ -n "${GATEKEEPER_BASELINE:-}" ] && "$GATEKEEPER_BASELINE" version >/dev/null 2>&1 ||
 		fail "gatekeeper-baseline runs the binary GATEKEEPER_BASELINE=/path, which is not set or does not run"
 	case ${GATEKEEPER_BASELINE_MODE:=pooled} in
-	pooled | passthrough) ;;
-	*) fail "GATEKEEPER_BASELINE_MODE is pooled or passthrough, not '$GATEKEEPER_BASELINE_MODE'" ;;
+	pooled | passthrough | routed) ;;
+	*) fail "GATEKEEPER_BASELINE_MODE is pooled, passthrough or routed, not '$GATEKEEPER_BASELINE_MODE'" ;;
 	esac
 fi
 if wants gatekeeper-pooled || routes || wants gatekeeper-baseline; then
@@ -302,8 +303,11 @@ if routes; then
 	}
 	wants gatekeeper-routed1 && start_routed gatekeeper-routed1 "$GK_REPLICA1"
 	wants gatekeeper-routed && start_routed gatekeeper-routed "$GK_REPLICA1,$GK_REPLICA2"
+	wants gatekeeper-baseline && [ "$GATEKEEPER_BASELINE_MODE" = routed ] && start_routed gatekeeper-baseline "$GK_REPLICA1,$GK_REPLICA2"
 fi
-if wants gatekeeper-baseline && [ "$GATEKEEPER_BASELINE_MODE" = passthrough ]; then
+if wants gatekeeper-baseline && [ "$GATEKEEPER_BASELINE_MODE" = routed ]; then
+	: # started with the routed targets
+elif wants gatekeeper-baseline && [ "$GATEKEEPER_BASELINE_MODE" = passthrough ]; then
 	start_gatekeeper gatekeeper-baseline GATEKEEPER_MODE=passthrough GATEKEEPER_ADMISSION_ENABLED=false
 elif wants gatekeeper-baseline; then
 	start_gatekeeper gatekeeper-baseline GATEKEEPER_MODE=pooled GATEKEEPER_ADMISSION_ENABLED=false GATEKEEPER_AUTH_USERS_FILE="$WORK/users.yaml" \
@@ -648,7 +652,7 @@ report() {
 	echo "gatekeeper is its passthrough mode (a backend connection per client) with admission off;"
 	wants gatekeeper-admission && echo "gatekeeper-admission is the same with admission on, capacity $ADMISSION_CAPACITY;"
 	wants gatekeeper-pooled && echo "gatekeeper-pooled is pooled mode with pools.max_open $MAX_THREADS, admission off;"
-	wants gatekeeper-baseline && echo "gatekeeper-baseline is $([ "$GATEKEEPER_BASELINE_MODE" = passthrough ] && echo "passthrough as gatekeeper" || echo "pooled mode as gatekeeper-pooled"), from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}');"
+	wants gatekeeper-baseline && echo "gatekeeper-baseline is $(case $GATEKEEPER_BASELINE_MODE in passthrough) echo "passthrough as gatekeeper" ;; routed) echo "routed as gatekeeper-routed" ;; *) echo "pooled mode as gatekeeper-pooled" ;; esac), from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}');"
 	wants gatekeeper-routed1 && echo "gatekeeper-routed1 is the same routing autocommit reads to one replica (strong consistency);"
 	wants gatekeeper-routed && echo "gatekeeper-routed is the same routing autocommit reads to two replicas (strong consistency);"
 	[ -n "$SHARES" ] && echo "reads the routing proxies sent to replicas, over the whole run: $SHARES;"
