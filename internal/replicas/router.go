@@ -423,6 +423,20 @@ func (r *Router) sawReplica(b *Backend, p Pos, replicating bool, err error, now 
 	}
 }
 
+// Record records what a poll of b found at now: its position p, or the error that kept
+// it from answering. It is how positions learnt elsewhere than Run's monitors (a test, a
+// binlog follower) reach the router.
+func (r *Router) Record(b *Backend, p Pos, err error, now time.Time) {
+	if !b.Primary {
+		r.sawReplica(b, p, err == nil, err, now)
+		return
+	}
+	if err == nil {
+		r.sawPrimary(now, now, p)
+	}
+	b.setPrimary(err, now)
+}
+
 func (r *Router) logStanding(b *Backend, before, after Status) {
 	switch {
 	case !after.Up:

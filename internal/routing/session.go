@@ -262,6 +262,9 @@ func (s *Session) PinnedRead(st *Statement, inTxn bool) {
 // the replica gave no connection, or its connection failed before answering (cause).
 // With down the replica takes no reads until its monitor sees it answer again.
 func (s *Session) FellBack(cause error, down bool) {
+	if s == nil {
+		return
+	}
 	if down {
 		s.MarkDown(cause)
 	}
