@@ -168,7 +168,8 @@ func (c *Conn) Sync(ctx context.Context, w *Want, s *State, needLastInsertID boo
 	if s.Schema != c.schema {
 		cmds = append(cmds, append([]byte{mysql.COM_INIT_DB}, s.Schema...))
 	}
-	if needLastInsertID && c.lastInsertID != s.LastInsertID {
+	sendLID := needLastInsertID && c.lastInsertID != s.LastInsertID
+	if sendLID {
 		cmds = append(cmds, []byte("DO LAST_INSERT_ID("+strconv.FormatUint(s.LastInsertID, 10)+")"))
 	}
 	if len(cmds) == 0 {
@@ -180,14 +181,22 @@ func (c *Conn) Sync(ctx context.Context, w *Want, s *State, needLastInsertID boo
 	}
 	c.tracking = c.tracking || setup
 	c.Adopt(s)
+	if sendLID {
+		c.lastInsertID = s.LastInsertID
+	}
 	return nil
 }
 
 // Adopt records that c is now in the session state s: what a unit leaves behind, since the
-// session saw every change it made.
+// session saw every change it made. The last insert id stays c's own: the server's is
+// what was last sent to c (Sync) or reported on it (SawLastInsertID), whatever the session's.
 func (c *Conn) Adopt(s *State) {
-	c.schema, c.charset, c.vars, c.lastInsertID = s.Schema, s.Charset, s.vars, s.LastInsertID
+	c.schema, c.charset, c.vars = s.Schema, s.Charset, s.vars
 }
+
+// SawLastInsertID records a last insert id a response on c reported: LAST_INSERT_ID() on c
+// is now id.
+func (c *Conn) SawLastInsertID(id uint64) { c.lastInsertID = id }
 
 // Reset returns c to a clean session (COM_RESET_CONNECTION) with the proxy's session
 // tracking on again: what a connection needs after a session that left state the proxy

@@ -20,10 +20,11 @@ type Stmt struct {
 	// ID is the server's id of the statement on the connection.
 	ID              uint32
 	Params, Columns uint16
-	// Binder identifies who sent parameter types last with an execution of the statement:
-	// a later execution that sends none runs with those types, so another client's must
-	// send its own again. Zero is nobody.
-	Binder uint64
+	// Types are the parameter types sent last with an execution of the statement: a later
+	// execution that sends none runs with them, so a client whose own types differ (bound
+	// by another client, or by itself on another connection since) must send them again.
+	// Nil: none bound.
+	Types []byte
 
 	text string
 	// ctx is the key of the Snapshot the statement was prepared under: the same text

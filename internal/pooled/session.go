@@ -104,8 +104,8 @@ func (s *Session) Release(onReplica, broken bool) (released bool) {
 	s.Pins.Bits &^= s.Pins.expiring
 	if onReplica {
 		s.Pins.Bits &^= transientPins
-		s.SyncGauge()
 	}
+	s.SyncGauge()
 	s.Pins.expiring = s.Pins.Bits & transientPins
 	if s.Pins.Bits != 0 {
 		return false
@@ -186,7 +186,11 @@ func (s *Session) Reset(unitOpen bool) {
 	if s.lease == nil {
 		return
 	}
-	lease, _ := s.drop()
+	lease, killing := s.drop()
+	if killing {
+		lease.Discard() // a KILL may be on its way to it
+		return
+	}
 	c := lease.Conn()
 	if pinned || unitOpen {
 		if err := c.Reset(); err != nil {

@@ -73,13 +73,11 @@ func (s *Session) stmtDone(cs *Stmt) {
 	}
 }
 
-// NextID picks the id the client will know the statement being prepared by.
+// NextID picks the id the client will know the statement being prepared by: the next one
+// not in use, never 0.
 func (s *Session) NextID() uint32 {
 	s.nextID++
-	if s.nextID == 0 {
-		s.nextID = 1
-	}
-	for s.stmts[s.nextID] != nil {
+	for s.nextID == 0 || s.stmts[s.nextID] != nil {
 		s.nextID++
 	}
 	return s.nextID
@@ -87,11 +85,10 @@ func (s *Session) NextID() uint32 {
 
 // Prepare maps the client's statement id in cmd, a COM_STMT_EXECUTE, FETCH, RESET or
 // SEND_LONG_DATA of a statement the client has, to the statement of the same text on the
-// leased connection, preparing it there first when it is missing. binder names the
-// client's statement among all sessions (for the parameter types). An error from the
+// leased connection, preparing it there first when it is missing. An error from the
 // server (a *protocol.ServerError: the statement no longer prepares, its table dropped) is
 // the answer to the command; any other leaves the connection broken.
-func (s *Session) Prepare(ctx context.Context, cmd *protocol.Command, binder uint64) error {
+func (s *Session) Prepare(ctx context.Context, cmd *protocol.Command) error {
 	id, _ := StmtID(cmd.Payload)
 	cs := s.stmts[id]
 	c := s.lease.Conn()
@@ -104,14 +101,14 @@ func (s *Session) Prepare(ctx context.Context, cmd *protocol.Command, binder uin
 	}
 	binary.LittleEndian.PutUint32(cmd.Payload[1:], st.ID)
 	if cmd.Byte() == mysql.COM_STMT_EXECUTE && cs.params > 0 && cmd.Complete() {
-		bindTypes(cmd, cs, st, binder)
+		bindTypes(cmd, cs, st)
 	}
 	return nil
 }
 
 // bindTypes keeps the parameter types an execution sends, and sends them again for an
-// execution that sends none to a statement whose types were bound by someone else.
-func bindTypes(cmd *protocol.Command, cs *Stmt, st *backend.Stmt, binder uint64) {
+// execution that sends none to a statement on which other types were bound since.
+func bindTypes(cmd *protocol.Command, cs *Stmt, st *backend.Stmt) {
 	p := cmd.Payload
 	flagAt := 1 + 4 + 1 + 4 + (int(cs.params)+7)/8
 	if len(p) <= flagAt {
@@ -121,15 +118,15 @@ func bindTypes(cmd *protocol.Command, cs *Stmt, st *backend.Stmt, binder uint64)
 	switch {
 	case p[flagAt] == 1 && len(p) >= typesEnd:
 		cs.types = append(cs.types[:0], p[flagAt+1:typesEnd]...)
-		st.Binder = binder
-	case p[flagAt] == 0 && st.Binder != binder && cs.types != nil:
+		st.Types = append(st.Types[:0], cs.types...)
+	case p[flagAt] == 0 && cs.types != nil && !bytes.Equal(st.Types, cs.types):
 		q := make([]byte, 0, len(p)+len(cs.types))
 		q = append(q, p[:flagAt]...)
 		q = append(q, 1)
 		q = append(q, cs.types...)
 		q = append(q, p[flagAt+1:]...)
 		cmd.Replace(q)
-		st.Binder = binder
+		st.Types = append(st.Types[:0], cs.types...)
 	}
 }
 

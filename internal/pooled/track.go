@@ -31,6 +31,7 @@ type Statement struct {
 func (s *Session) Note(cmd byte, st *Statement, res *protocol.Response, text []byte, complete bool) {
 	if res.LastInsertID != 0 {
 		s.State.LastInsertID = res.LastInsertID
+		s.lease.Conn().SawLastInsertID(res.LastInsertID)
 	}
 	if (cmd == mysql.COM_QUERY || cmd == mysql.COM_STMT_EXECUTE) && st.Valid && res.Err == nil {
 		s.pinsOfStatement(st.Kind, st.Uses)

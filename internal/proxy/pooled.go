@@ -255,7 +255,7 @@ func (l *pooledLink) prepare(p *plan) (ok, keep bool) {
 	default:
 		return true, true
 	}
-	err := l.pl.Prepare(s.ctx, &s.cmd, s.id<<32|uint64(p.clientStmtID))
+	err := l.pl.Prepare(s.ctx, &s.cmd)
 	if err == nil {
 		return true, true
 	}
