@@ -45,8 +45,6 @@ type Decision struct {
 	Need replicas.Pos
 	// Cost is the read's estimated work, what balancing counts on To.
 	Cost time.Duration
-	// started: To counts the read as outstanding.
-	started bool
 }
 
 // Replica tells whether the unit runs on a replica.

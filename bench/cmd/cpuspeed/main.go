@@ -56,9 +56,6 @@ func run(args []string) error {
 	}
 }
 
-// sink keeps the loop's result, so that the compiler keeps the loop.
-var sink uint64
-
 // measure runs n iterations of a chain of dependent multiplications and shifts (each needs
 // the last, so the processor cannot overlap them) and returns iterations per microsecond
 // of the calling thread's processor time. The thread must be locked to its OS thread.
@@ -74,7 +71,7 @@ func measure(n int) (float64, error) {
 		x ^= x << 17
 		x *= 2685821657736338717
 	}
-	sink += x
+	runtime.KeepAlive(x) // the loop's result is used: the compiler keeps the loop
 	t1, err := threadCPU()
 	if err != nil {
 		return 0, err
