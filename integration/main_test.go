@@ -207,12 +207,12 @@ func startProxy(t *testing.T, edit func(*config.Config)) *testProxy {
 		defer close(served)
 		_ = srv.Serve(ln)
 	}()
-	if router := srv.Router(); router != nil {
+	if policy := srv.Routing(); policy != nil {
 		ctx, stop := context.WithCancel(context.Background())
 		routed := make(chan struct{})
 		go func() { // ends with the test
 			defer close(routed)
-			_ = router.Run(ctx)
+			_ = policy.Run(ctx)
 		}()
 		t.Cleanup(func() {
 			stop()

@@ -235,10 +235,10 @@ func startMonitor(bg *background, cfg config.Config, srv *proxy.Server, reg prom
 	return nil
 }
 
-// startRouting runs the replicas' monitors when reads are routed.
+// startRouting runs the replicas' monitors, and the binlog follower, when reads are routed.
 func startRouting(bg *background, cfg config.Config, srv *proxy.Server, log *slog.Logger) {
-	router := srv.Router()
-	if router == nil {
+	policy := srv.Routing()
+	if policy == nil {
 		if len(cfg.Backends.Replicas) > 0 {
 			log.Warn("backends.replicas are not used: reads go to replicas in pooled mode with routing.enabled",
 				"mode", cfg.Mode, "routing_enabled", cfg.Routing.Enabled)
@@ -246,12 +246,12 @@ func startRouting(bg *background, cfg config.Config, srv *proxy.Server, log *slo
 		return
 	}
 	bg.add(func(ctx context.Context) {
-		if err := router.Run(ctx); err != nil {
+		if err := policy.Run(ctx); err != nil {
 			log.Error("replica monitors failed: reads stay on the primary", "err", err)
 		}
 	})
 	log.Info("reads go to replicas", "replicas", cfg.Backends.Replicas, "consistency", cfg.Routing.Consistency,
-		"balance", cfg.Routing.Balance)
+		"strong_rule", cfg.Routing.StrongRule, "balance", cfg.Routing.Balance)
 }
 
 // startAccounts reads the accounts pooled mode and auth.from_backend log clients in with.

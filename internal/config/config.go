@@ -67,6 +67,13 @@ type Routing struct {
 	// whole transaction on one replica that has applied every write its consistency
 	// needs) or primary.
 	ReadOnlyTransactions string `mapstructure:"read_only_transactions"`
+	// StrongRule is which writes a strong read sees: per_table (default: every write
+	// committed on the primary before the read arrived, whoever made it, to the tables it
+	// reads; learnt from the primary's binary log, which monitor.user must be granted
+	// REPLICATION SLAVE for), global (every such write to any table: a replica must have
+	// the primary's whole position) or proxy_local (the writes this proxy acknowledged, to
+	// the tables it reads: enough only where every write passes through this one proxy).
+	StrongRule string `mapstructure:"strong_rule"`
 }
 
 // Replicas configures how replicas are watched.
@@ -78,6 +85,10 @@ type Replicas struct {
 	// read again from information_schema, for DDL that does not pass through the proxy
 	// (DDL through it has them read again at once). Default 10s.
 	ClosureInterval time.Duration `mapstructure:"closure_interval"`
+	// BinlogServerID is the server_id the binlog follower registers with on the primary
+	// (routing.strong_rule per_table); it must differ from every replica's and every other
+	// proxy's. Zero (default) derives one from the host's name and the listen address.
+	BinlogServerID uint32 `mapstructure:"binlog_server_id"`
 }
 
 // Routes tells whether reads go to replicas.
@@ -528,6 +539,7 @@ func Default() Config {
 		Routing: Routing{
 			Enabled: true, Consistency: "strong", Balance: "self",
 			CausalWait: 20 * time.Millisecond, MaxLag: 5 * time.Second, ReadOnlyTransactions: "replica",
+			StrongRule: "per_table",
 		},
 		Replicas: Replicas{PollInterval: 5 * time.Millisecond, ClosureInterval: 10 * time.Second},
 	}

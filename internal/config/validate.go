@@ -352,6 +352,7 @@ func (c *Config) validateRouting(bad func(key, format string, args ...any), oneO
 	oneOf("routing.consistency", r.Consistency, "strong", "session", "eventual")
 	oneOf("routing.balance", r.Balance, "self", "lard", "sqf", "rr")
 	oneOf("routing.read_only_transactions", r.ReadOnlyTransactions, "replica", "primary")
+	oneOf("routing.strong_rule", r.StrongRule, "per_table", "global", "proxy_local")
 	if r.CausalWait < 0 || r.CausalWait > time.Minute {
 		bad("routing.causal_wait", "must be between 0 (no wait: the primary at once) and 1m, such as 20ms")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/pooled"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 )
 
 // SessionSnapshot is what an operator sees of one client session.
@@ -94,6 +95,9 @@ func (s *Server) Router() *replicas.Router {
 	}
 	return s.routing.Router()
 }
+
+// Routing returns the routing policy; nil when reads are not routed.
+func (s *Server) Routing() *routing.Policy { return s.routing }
 
 // backendNames returns the addresses of the backends, the primary first, in the order
 // of BackendAdmission.

@@ -379,6 +379,13 @@ func (r *Router) lag(p Pos, now time.Time) (txns uint64, seconds float64, known 
 	return p.Behind(h[len(h)-1].pos), now.Sub(h[i].at).Seconds(), true
 }
 
+// Lag returns how far position p is behind the primary, as lag does for a replica's: the
+// transactions p lacks and how long ago the primary first had one of them; known is false
+// until the primary's monitor has answered.
+func (r *Router) Lag(p Pos, now time.Time) (txns uint64, seconds float64, known bool) {
+	return r.lag(p, now)
+}
+
 // sawReplica records what a poll of replica b found: its position, or the error that
 // kept it from answering.
 func (r *Router) sawReplica(b *Backend, p Pos, replicating bool, err error, now time.Time) {

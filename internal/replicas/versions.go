@@ -104,6 +104,15 @@ func (v *Versions) WroteUnknown(at time.Time) {
 	v.mu.Unlock()
 }
 
+// Covered records that every write up to position p (a resync, or a follower's start) is
+// recorded without its tables: each read needs p at least.
+func (v *Versions) Covered(p Pos) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.floor = v.floor.Merge(p)
+	v.all = v.all.Merge(p)
+}
+
 // Resolve takes the primary's position p, read by a query sent at started: a write
 // without a position acknowledged before started is in p.
 func (v *Versions) Resolve(started time.Time, p Pos) {

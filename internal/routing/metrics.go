@@ -11,6 +11,10 @@ type metrics struct {
 	// reads counts units by backend (replicas.Backend.Index) and reason.
 	reads       [][numReasons]prometheus.Counter
 	causalWaits prometheus.Histogram
+	// horizonWaits are the strong reads' waits to learn what the primary had committed when
+	// they arrived; unvouched counts those that could not, and went to the primary.
+	horizonWaits prometheus.Histogram
+	unvouched    prometheus.Counter
 }
 
 func newMetrics(router *replicas.Router, reg prometheus.Registerer) *metrics {
@@ -24,6 +28,15 @@ func newMetrics(router *replicas.Router, reg prometheus.Registerer) *metrics {
 		Help:    "Time reads waited for a replica to apply the writes they need, whether one did or the read went to the primary.",
 		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1},
 	})
+	m.horizonWaits = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "gatekeeper_causal_wait_follower_seconds",
+		Help:    "Time strong reads waited to learn what the primary had committed when they arrived (routing.strong_rule per_table or global): the position read and, per_table, the binlog follower reaching it.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .002, .005, .01, .02, .05, .1},
+	})
+	m.unvouched = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatekeeper_reads_unvouched_total",
+		Help: "Strong reads that went to the primary because what the primary had committed when they arrived could not be learnt in time (the binlog follower down or behind, the position read failed).",
+	})
 	for _, b := range backendsOf(router) {
 		var c [numReasons]prometheus.Counter
 		for r := Routed; r < numReasons; r++ {
@@ -31,7 +44,7 @@ func newMetrics(router *replicas.Router, reg prometheus.Registerer) *metrics {
 		}
 		m.reads = append(m.reads, c)
 	}
-	reg.MustRegister(reads, m.causalWaits, &replicaCollector{router: router})
+	reg.MustRegister(reads, m.causalWaits, m.horizonWaits, m.unvouched, &replicaCollector{router: router})
 	return m
 }
 

@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -9,6 +11,52 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 )
+
+// StrongRule is which writes a strong read must see, and how the proxy learns them.
+type StrongRule uint8
+
+const (
+	// PerTable: every write committed on the primary before the read arrived, whoever
+	// made it, to the tables the read reads. The binlog follower records every write in the
+	// version map; a position read tells what the primary had when the read arrived.
+	PerTable StrongRule = iota
+	// Global: every write committed on the primary before the read arrived, to any table:
+	// a replica must have the primary's whole position (MaxScale's causal_reads=universal).
+	Global
+	// ProxyLocal: every write this proxy acknowledged before the read arrived, to the
+	// tables the read reads; cheaper, and enough only where every write passes through
+	// this one proxy.
+	ProxyLocal
+)
+
+var ruleNames = []string{"per_table", "global", "proxy_local"}
+
+func (r StrongRule) String() string { return ruleNames[r] }
+
+// ParseStrongRule reads per_table, global or proxy_local.
+func ParseStrongRule(s string) (StrongRule, error) {
+	for i, n := range ruleNames {
+		if s == n {
+			return StrongRule(i), nil
+		}
+	}
+	return 0, fmt.Errorf("strong rule %q: must be per_table, global or proxy_local", s)
+}
+
+// Positions reads the primary's position by a query that starts after the call began
+// (binlog.Positions).
+type Positions interface {
+	Read(ctx context.Context) (replicas.Pos, error)
+}
+
+// Follower says when the version map holds every write committed up to a position
+// (binlog.Follower): Recorded returns once it does, or an error when it cannot tell (the
+// follower does not follow the primary's log); Denied tells that it cannot follow for want
+// of a grant.
+type Follower interface {
+	Recorded(ctx context.Context, p replicas.Pos) error
+	Denied() bool
+}
 
 // Config is the routing policy's settings.
 type Config struct {
@@ -24,6 +72,9 @@ type Config struct {
 	// ReadOnlyTransactions sends read-only transactions to replicas
 	// (routing.read_only_transactions: replica).
 	ReadOnlyTransactions bool
+	// Rule is which writes a strong read must see (routing.strong_rule). PerTable and
+	// Global need the sources of SetWrites; without them a strong read sees ProxyLocal's.
+	Rule StrongRule
 }
 
 // Policy routes the units of every session: the router of the backends, the writes of
@@ -37,6 +88,10 @@ type Policy struct {
 	costs *estimator.Table
 	log   *slog.Logger
 	m     *metrics
+	// positions and follower tell what the primary had committed when a read arrived
+	// (SetWrites); nil: only what this proxy acknowledged is known.
+	positions Positions
+	follower  Follower
 }
 
 // sessionKeys bounds the application sessions whose writes are kept apart.
@@ -48,6 +103,50 @@ func New(cfg Config, router *replicas.Router, costs *estimator.Table, log *slog.
 	p := &Policy{cfg: cfg, router: router, sessions: replicas.NewSessionPositions(sessionKeys), costs: costs, log: log,
 		m: newMetrics(router, reg)}
 	return p
+}
+
+// SetWrites gives the policy what its rule needs to count every writer: the primary's
+// position, read after a read arrives, and (PerTable) the follower that records every write
+// up to it. Call it before routing any unit.
+func (p *Policy) SetWrites(positions Positions, follower Follower) {
+	p.positions, p.follower = positions, follower
+}
+
+// rule is the rule strong reads go by now: cfg.Rule, or ProxyLocal while what it needs is
+// missing (no sources, or a follower the primary refused).
+func (p *Policy) rule() StrongRule {
+	switch {
+	case p.cfg.Rule == ProxyLocal || p.positions == nil:
+		return ProxyLocal
+	case p.cfg.Rule == PerTable && (p.follower == nil || p.follower.Denied()):
+		return ProxyLocal
+	}
+	return p.cfg.Rule
+}
+
+// minHorizonWait is the least time a strong read waits to learn what the primary had
+// committed when it arrived, however short the causal wait: a position read's round trip.
+const minHorizonWait = 5 * time.Millisecond
+
+// horizonWait bounds that wait: the causal wait, and minHorizonWait at least.
+func (p *Policy) horizonWait() time.Duration { return max(p.cfg.CausalWait, minHorizonWait) }
+
+// Run runs the router's monitors and the follower, when there is one, until ctx ends. It
+// returns at once when the monitors cannot start; the follower then goes on until ctx
+// ends.
+func (p *Policy) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { // ends with ctx
+		defer close(done)
+		if r, ok := p.follower.(interface{ Run(context.Context) }); ok {
+			r.Run(ctx)
+		}
+	}()
+	if err := p.router.Run(ctx); err != nil {
+		return err
+	}
+	<-done
+	return nil
 }
 
 // Router returns the router of the backends.

@@ -169,6 +169,13 @@ func (s *Session) pick(ctx context.Context, t *Tables, cost time.Duration) (b *r
 	if t.consistency >= 0 {
 		mode = replicas.Consistency(t.consistency)
 	}
+	var horizon replicas.Pos
+	if mode == replicas.Strong {
+		var ok bool
+		if horizon, ok = s.horizon(ctx); !ok {
+			return nil, true // what the read must see cannot be told in time: the primary
+		}
+	}
 	locality := uint64(0)
 	if len(t.read) > 0 {
 		locality = classify.Hash(t.read[0])
@@ -176,7 +183,7 @@ func (s *Session) pick(ctx context.Context, t *Tables, cost time.Duration) (b *r
 	var start time.Time
 	var timer *time.Timer
 	for {
-		if need, known := s.needOf(mode, t); known {
+		if need, known := s.needOf(mode, t, horizon); known {
 			if b = p.router.Pick(need, mode == replicas.Eventual, cost, locality); b != nil {
 				break
 			}
@@ -220,9 +227,35 @@ func (s *Session) waitForReplica(ctx context.Context, timer *time.Timer) (gaveUp
 	return false, false
 }
 
-// needOf returns what a read of t needs a replica to have applied under mode; known is
-// false while that cannot be told yet.
-func (s *Session) needOf(mode replicas.Consistency, t *Tables) (need replicas.Pos, known bool) {
+// horizon returns, for a strong read under a rule that counts every writer, the primary's
+// position as read after the read arrived, once (PerTable) the version map holds every write
+// up to it; ok is false when that cannot be had within the wait (horizonWait), and the read
+// then goes to the primary. Under ProxyLocal it returns nil and ok.
+func (s *Session) horizon(ctx context.Context) (pos replicas.Pos, ok bool) {
+	p := s.p
+	rule := p.rule()
+	if rule == ProxyLocal {
+		return nil, true
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, p.horizonWait())
+	defer cancel()
+	pos, err := p.positions.Read(wctx)
+	if err == nil && rule == PerTable {
+		err = p.follower.Recorded(wctx, pos)
+	}
+	p.m.horizonWaits.Observe(time.Since(start).Seconds())
+	if err != nil {
+		p.m.unvouched.Inc()
+		return nil, false
+	}
+	return pos, true
+}
+
+// needOf returns what a read of t needs a replica to have applied under mode, horizon
+// being the primary's position when the read arrived (Global's need); known is false while
+// that cannot be told yet.
+func (s *Session) needOf(mode replicas.Consistency, t *Tables, horizon replicas.Pos) (need replicas.Pos, known bool) {
 	switch mode {
 	case replicas.Eventual:
 		return nil, true
@@ -232,6 +265,9 @@ func (s *Session) needOf(mode replicas.Consistency, t *Tables) (need replicas.Po
 			s.need = s.p.sessions.Need(s.need, t.sessionKey)
 		}
 		return s.need, true
+	}
+	if horizon != nil && s.p.rule() == Global {
+		return horizon, true
 	}
 	s.need, known = s.p.router.Versions().Need(s.need, t.read, t.readUnknown)
 	return s.need, known

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
+	"github.com/gatekeeperdb/gatekeeper/internal/binlog"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
@@ -151,9 +152,46 @@ func Routing(cfg config.Config, costs *estimator.Table, log *slog.Logger, reg pr
 		MaxLag: cfg.Routing.MaxLag, PollInterval: cfg.Replicas.PollInterval,
 		ClosureInterval: cfg.Replicas.ClosureInterval,
 	}, replicas.NewVersions(), log)
-	return routing.New(routing.Config{Consistency: consistency, CausalWait: cfg.Routing.CausalWait,
-		Poll: cfg.Replicas.PollInterval, ReadOnlyTransactions: cfg.Routing.ReadOnlyTransactions == "replica"},
-		router, costs, log, reg), nil
+	rule, err := routing.ParseStrongRule(cfg.Routing.StrongRule)
+	if err != nil {
+		return nil, err
+	}
+	policy := routing.New(routing.Config{Consistency: consistency, CausalWait: cfg.Routing.CausalWait,
+		Poll: cfg.Replicas.PollInterval, ReadOnlyTransactions: cfg.Routing.ReadOnlyTransactions == "replica", Rule: rule},
+		router, costs, log, reg)
+	if rule == routing.ProxyLocal {
+		return policy, nil
+	}
+	return policy, binlogSources(cfg, rule, policy, log, reg)
+}
+
+// binlogSources gives policy what a rule that counts every writer needs: the primary's
+// position, read for each strong read, and (per_table) the follower of its binary log.
+func binlogSources(cfg config.Config, rule routing.StrongRule, policy *routing.Policy, log *slog.Logger, reg prometheus.Registerer) error {
+	router := policy.Router()
+	m := binlog.NewMetrics(reg, router.Lag)
+	positions, err := binlog.NewPositions(cfg.Backends.Primary, cfg.Monitor.User, cfg.Monitor.Password, m)
+	if err != nil {
+		return err
+	}
+	if rule == routing.Global {
+		policy.SetWrites(positions, nil)
+		return nil
+	}
+	follower := binlog.New(binlog.Config{Addr: cfg.Backends.Primary, User: cfg.Monitor.User, Password: cfg.Monitor.Password,
+		ServerID: BinlogServerID(cfg)}, router.Versions(), router.ReloadClosure, log, m)
+	policy.SetWrites(positions, follower)
+	return nil
+}
+
+// BinlogServerID is the server_id the binlog follower registers with:
+// replicas.binlog_server_id, or one derived from the host's name and the listen address.
+func BinlogServerID(cfg config.Config) uint32 {
+	if cfg.Replicas.BinlogServerID != 0 {
+		return cfg.Replicas.BinlogServerID
+	}
+	host, _ := os.Hostname()
+	return binlog.ServerID(host, cfg.Listen)
 }
 
 // BackendTLS turns backends.tls into how the proxy secures its connections to backends,

@@ -1,0 +1,136 @@
+package binlog
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+)
+
+// Positions reads the primary's position for the reads that need it, as Raft's ReadIndex
+// does: one read in flight at a time, and a caller joins the next read that starts after it
+// called, so that the position it gets was read after it arrived, however many callers share
+// one read.
+type Positions struct {
+	db *sql.DB
+	m  *positionMetrics
+
+	// mu guards the fields below it.
+	mu sync.Mutex
+	// running: a goroutine reads positions for the waiting rounds.
+	running bool
+	// next is the round the callers arriving now join; it starts once the one in flight
+	// has ended.
+	next *round
+}
+
+// round is one read of the primary's position and the callers it serves.
+type round struct {
+	done chan struct{}
+	pos  replicas.Pos
+	err  error
+	n    int
+}
+
+// readTimeout bounds one read of the position.
+const readTimeout = 2 * time.Second
+
+// NewPositions returns the position reader of the primary at addr, which logs in as user.
+func NewPositions(addr, user, password string, m *Metrics) (*Positions, error) {
+	db, err := openPrimary(addr, user, password)
+	if err != nil {
+		return nil, err
+	}
+	return &Positions{db: db, m: &m.positions}, nil
+}
+
+// Read returns the primary's position as read by a query that started after Read was
+// called, or ctx's error when it ends first.
+func (p *Positions) Read(ctx context.Context) (replicas.Pos, error) {
+	p.mu.Lock()
+	r := p.next
+	if r == nil {
+		r = &round{done: make(chan struct{})}
+		p.next = r
+	}
+	r.n++
+	if !p.running {
+		p.running = true
+		go p.run() // ends when no round waits
+	}
+	p.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.pos, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run reads a position for each round in turn, until none waits.
+func (p *Positions) run() {
+	for {
+		p.mu.Lock()
+		r := p.next
+		if r == nil {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		p.next = nil // who arrives now joins a round that starts after this one
+		p.mu.Unlock()
+		p.m.inFlight.Set(1)
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		r.pos, r.err = queryPosition(ctx, p.db)
+		cancel()
+		p.m.inFlight.Set(0)
+		p.m.reads.Inc()
+		p.m.served.Add(float64(r.n))
+		close(r.done)
+	}
+}
+
+// Close closes the reader's connection.
+func (p *Positions) Close() error { return p.db.Close() }
+
+// openPrimary returns a handle on one connection to the primary at addr as user.
+func openPrimary(addr, user, password string) (*sql.DB, error) {
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", addr, user, password
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = readTimeout, readTimeout, readTimeout
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("binlog: the primary %s: %w", addr, err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	return db, nil
+}
+
+// queryPosition reads the primary's binary log position (@@gtid_binlog_pos).
+func queryPosition(ctx context.Context, db *sql.DB) (replicas.Pos, error) {
+	var s string
+	if err := db.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&s); err != nil {
+		return nil, fmt.Errorf("binlog: reading the primary's position: %w", err)
+	}
+	return replicas.ParsePos(s)
+}
+
+// primaryPosition reads the position of the primary at addr once, on a connection of its
+// own.
+func primaryPosition(ctx context.Context, addr, user, password string) (replicas.Pos, error) {
+	db, err := openPrimary(addr, user, password)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	return queryPosition(ctx, db)
+}
