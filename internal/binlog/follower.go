@@ -35,9 +35,10 @@ type Follower struct {
 	cfg      Config
 	versions *replicas.Versions
 	// ddl is called after DDL committed: the closure must be read again.
-	ddl func()
-	log *slog.Logger
-	m   *followerMetrics
+	ddl     func()
+	log     *slog.Logger
+	m       *followerMetrics
+	metrics *Metrics
 
 	// Owned by Run's goroutine.
 	cls classify.Classifier
@@ -68,9 +69,31 @@ func New(cfg Config, versions *replicas.Versions, ddl func(), log *slog.Logger, 
 		cfg.Heartbeat = time.Second
 	}
 	f := &Follower{cfg: cfg, versions: versions, ddl: ddl, log: log.With("follower", cfg.Addr),
-		m: &m.follower, advanced: make(chan struct{})}
+		m: &m.follower, metrics: m, advanced: make(chan struct{})}
 	m.watch(f)
 	return f
+}
+
+// Status is what an operator sees of a follower.
+type Status struct {
+	// Live: it streams the primary's log; Denied: the primary refused it for want of a
+	// grant.
+	Live, Denied bool
+	// Pos is the position up to which it recorded every committed transaction.
+	Pos replicas.Pos
+	// LagTransactions and LagSeconds are how far it is behind the primary; NaN until known.
+	LagTransactions, LagSeconds float64
+	// ServerID is the server_id it registers with.
+	ServerID uint32
+}
+
+// Status returns the follower's state now.
+func (f *Follower) Status() Status {
+	f.mu.Lock()
+	st := Status{Live: f.live, Denied: f.denied, Pos: f.pos, ServerID: f.cfg.ServerID}
+	f.mu.Unlock()
+	st.LagTransactions, st.LagSeconds = f.metrics.Lag(time.Now())
+	return st
 }
 
 // Pos returns the position up to which every committed transaction is recorded.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -19,6 +20,8 @@ import (
 type Positions struct {
 	db *sql.DB
 	m  *positionMetrics
+	// reads counts the positions read, served the callers they served.
+	reads, served atomic.Uint64
 
 	// mu guards the fields below it.
 	mu sync.Mutex
@@ -91,9 +94,14 @@ func (p *Positions) run() {
 		p.m.inFlight.Set(0)
 		p.m.reads.Inc()
 		p.m.served.Add(float64(r.n))
+		p.reads.Add(1)
+		p.served.Add(uint64(r.n))
 		close(r.done)
 	}
 }
+
+// Stats returns how many positions were read, and how many callers they served.
+func (p *Positions) Stats() (reads, served uint64) { return p.reads.Load(), p.served.Load() }
 
 // Close closes the reader's connection.
 func (p *Positions) Close() error { return p.db.Close() }

@@ -112,6 +112,14 @@ func (p *Policy) SetWrites(positions Positions, follower Follower) {
 	p.positions, p.follower = positions, follower
 }
 
+// Writes returns what SetWrites gave: the position reader and the follower, nil where
+// none.
+func (p *Policy) Writes() (Positions, Follower) { return p.positions, p.follower }
+
+// Rule returns the rule strong reads go by now: routing.strong_rule, or ProxyLocal while
+// what it needs is missing (the follower refused for want of a grant).
+func (p *Policy) Rule() StrongRule { return p.rule() }
+
 // rule is the rule strong reads go by now: cfg.Rule, or ProxyLocal while what it needs is
 // missing (no sources, or a follower the primary refused).
 func (p *Policy) rule() StrongRule {
