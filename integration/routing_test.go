@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 )
 
 // routedProxy starts a pooled proxy that routes reads to replicas.
@@ -683,4 +687,66 @@ func rowTable2(t *testing.T, direct *sql.DB) string {
 	mustExec(t, direct, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, v INT NOT NULL)")
 	mustExec(t, direct, "INSERT INTO "+tbl+" VALUES (1, 0)")
 	return tbl
+}
+
+// noReplicationUser creates, on the primary (and so on the replicas), an account that may
+// monitor the servers but not read the binary log, and returns its name and password.
+func noReplicationUser(t *testing.T, direct *sql.DB) (user, password string) {
+	t.Helper()
+	user, password = "gk_norepl", "norepl"
+	mustExec(t, direct, "DROP USER IF EXISTS '"+user+"'@'%'")
+	mustExec(t, direct, "CREATE USER '"+user+"'@'%' IDENTIFIED BY '"+password+"'")
+	mustExec(t, direct, "GRANT SELECT, PROCESS, BINLOG MONITOR, SLAVE MONITOR ON *.* TO '"+user+"'@'%'")
+	t.Cleanup(func() { _, _ = direct.Exec("DROP USER IF EXISTS '" + user + "'@'%'") })
+	return user, password
+}
+
+// A monitor.user the primary refuses the binary log: the proxy says so and counts it, and
+// strong reads go on counting the writes it acknowledged (proxy_local), on the replicas.
+func TestRoutingFollowerRefusedFallsBackToProxyLocal(t *testing.T) {
+	direct := openDB(t, env.Primary, "")
+	defer direct.Close()
+	tbl := rowTable(t, direct)
+	user, password := noReplicationUser(t, direct)
+	p := routedProxy(t, []string{env.Replica1, env.Replica2}, func(c *config.Config) {
+		c.Monitor.User, c.Monitor.Password = user, password
+	})
+	waitRoutable(t, p)
+	waitCaughtUp(t, p)
+	waitFor(t, 10*time.Second, "the follower refused", func() bool {
+		return metricValue(t, p, "gatekeeper_binlog_denied_total", nil) >= 1
+	})
+	assert.Equal(t, routing.ProxyLocal, p.Routing().Rule())
+	db := oneConn(t, p.Addr)
+	defer db.Close()
+	for i := 1; i <= 20; i++ {
+		mustExec(t, db, fmt.Sprintf("UPDATE %s SET v = %d WHERE id = 1", tbl, i))
+		var v int
+		require.NoError(t, db.QueryRow("SELECT v FROM "+tbl+" WHERE id = 1").Scan(&v))
+		require.Equal(t, i, v, "a read after a write through the proxy")
+	}
+	assert.Greater(t, readsTo(t, p, env.Replica1, "routed")+readsTo(t, p, env.Replica2, "routed")+
+		readsTo(t, p, env.Replica1, "waited")+readsTo(t, p, env.Replica2, "waited"), 0.0, "reads still on replicas")
+}
+
+// check-config says whether monitor.user may read the primary's binary log: a warning that
+// names the grant when it may not, and the configuration still valid.
+func TestCheckConfigNamesTheBinlogGrant(t *testing.T) {
+	direct := openDB(t, env.Primary, "")
+	defer direct.Close()
+	user, password := noReplicationUser(t, direct)
+	bin := gatekeeperBinary(t)
+	for _, tc := range []struct{ user, password, want string }{
+		{env.User, env.Password, "may read the binary log of the primary"},
+		{user, password, "lacks REPLICATION SLAVE on the primary"},
+	} {
+		file := filepath.Join(t.TempDir(), "gatekeeper.yaml")
+		require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(
+			"mode: pooled\nauth:\n  from_backend: true\nbackends:\n  primary: %s\n  replicas: [%s]\nmonitor:\n  user: %s\n  password: %s\n",
+			env.Primary, env.Replica1, tc.user, tc.password)), 0o600))
+		out, err := exec.Command(bin, "check-config", file).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), "configuration is valid")
+		assert.Contains(t, string(out), tc.want)
+	}
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/binlog"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 )
 
@@ -13,14 +17,51 @@ func newCheckConfigCommand() *cobra.Command {
 		Use:   "check-config FILE",
 		Short: "Validate a configuration file (with GATEKEEPER_* variables applied) and exit",
 		Long: "Loads FILE as serve would, with the GATEKEEPER_* environment variables applied,\n" +
-			"and reports every unknown key and bad value. Exits non-zero if there is any.",
+			"and reports every unknown key and bad value. Exits non-zero if there is any.\n" +
+			"With reads routed under routing.strong_rule per_table, it also says whether\n" +
+			"monitor.user may read the primary's binary log (a warning, not an error: the\n" +
+			"proxy runs without it, counting only its own writes for strong reads).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := config.Load(config.Sources{File: args[0]}); err != nil {
+			cfg, err := config.Load(config.Sources{File: args[0]})
+			if err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s: configuration is valid\n", args[0])
-			return err
+			out := cmd.OutOrStdout()
+			if _, err := fmt.Fprintf(out, "%s: configuration is valid\n", args[0]); err != nil {
+				return err
+			}
+			checkBinlogGrant(cmd.Context(), cfg, out)
+			return nil
 		},
+	}
+}
+
+// grantTimeout bounds check-config's look at the primary.
+const grantTimeout = 3 * time.Second
+
+// checkBinlogGrant says whether monitor.user may follow the primary's binary log, which
+// strong reads under routing.strong_rule per_table need.
+func checkBinlogGrant(ctx context.Context, cfg config.Config, out io.Writer) {
+	if !cfg.Routes() || cfg.Routing.StrongRule != "per_table" {
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, grantTimeout)
+	defer cancel()
+	ok, err := binlog.CheckGrant(ctx, cfg.Backends.Primary, cfg.Monitor.User, cfg.Monitor.Password)
+	switch {
+	case err != nil:
+		fmt.Fprintf(out, "warning: cannot check that monitor.user %q may read the binary log of the primary %s (%v); strong reads need it (routing.strong_rule per_table)\n",
+			cfg.Monitor.User, cfg.Backends.Primary, err)
+	case !ok:
+		fmt.Fprintf(out, "warning: monitor.user %q lacks REPLICATION SLAVE on the primary %s: run GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO it; "+
+			"until then strong reads count only the writes this proxy acknowledged (as routing.strong_rule proxy_local) and may miss writes that bypass it\n",
+			cfg.Monitor.User, cfg.Backends.Primary)
+	default:
+		fmt.Fprintf(out, "monitor.user %q may read the binary log of the primary %s: strong reads count every writer (routing.strong_rule per_table)\n",
+			cfg.Monitor.User, cfg.Backends.Primary)
 	}
 }

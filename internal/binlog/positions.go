@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,9 @@ import (
 // one read.
 type Positions struct {
 	db *sql.DB
-	m  *positionMetrics
+	// read reads the primary's position once.
+	read func(ctx context.Context) (replicas.Pos, error)
+	m    *positionMetrics
 	// reads counts the positions read, served the callers they served.
 	reads, served atomic.Uint64
 
@@ -49,7 +52,9 @@ func NewPositions(addr, user, password string, m *Metrics) (*Positions, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Positions{db: db, m: &m.positions}, nil
+	p := &Positions{db: db, m: &m.positions}
+	p.read = func(ctx context.Context) (replicas.Pos, error) { return queryPosition(ctx, db) }
+	return p, nil
 }
 
 // Read returns the primary's position as read by a query that started after Read was
@@ -89,7 +94,7 @@ func (p *Positions) run() {
 		p.mu.Unlock()
 		p.m.inFlight.Set(1)
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-		r.pos, r.err = queryPosition(ctx, p.db)
+		r.pos, r.err = p.read(ctx)
 		cancel()
 		p.m.inFlight.Set(0)
 		p.m.reads.Inc()
@@ -104,7 +109,12 @@ func (p *Positions) run() {
 func (p *Positions) Stats() (reads, served uint64) { return p.reads.Load(), p.served.Load() }
 
 // Close closes the reader's connection.
-func (p *Positions) Close() error { return p.db.Close() }
+func (p *Positions) Close() error {
+	if p.db == nil {
+		return nil
+	}
+	return p.db.Close()
+}
 
 // openPrimary returns a handle on one connection to the primary at addr as user.
 func openPrimary(addr, user, password string) (*sql.DB, error) {
@@ -128,6 +138,44 @@ func queryPosition(ctx context.Context, db *sql.DB) (replicas.Pos, error) {
 		return nil, fmt.Errorf("binlog: reading the primary's position: %w", err)
 	}
 	return replicas.ParsePos(s)
+}
+
+// CheckGrant tells whether user may read the binary log of the primary at addr
+// (REPLICATION SLAVE, which ALL PRIVILEGES includes), from its grants; an error when they
+// cannot be read.
+func CheckGrant(ctx context.Context, addr, user, password string) (bool, error) {
+	db, err := openPrimary(addr, user, password)
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, "SHOW GRANTS FOR CURRENT_USER()")
+	if err != nil {
+		return false, fmt.Errorf("binlog: reading the grants of %s on %s: %w", user, addr, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return false, err
+		}
+		if grantsLog(g) {
+			return true, nil
+		}
+	}
+	return false, rows.Err()
+}
+
+// grantsLog tells whether a line of SHOW GRANTS gives the right to read the binary log: a
+// global grant of REPLICATION SLAVE (REPLICATION REPLICA) or ALL PRIVILEGES.
+func grantsLog(line string) bool {
+	u := strings.ToUpper(line)
+	if !strings.Contains(u, " ON *.* ") {
+		return false
+	}
+	return strings.Contains(u, "ALL PRIVILEGES") || strings.Contains(u, "REPLICATION SLAVE") || strings.Contains(u, "REPLICATION REPLICA")
 }
 
 // primaryPosition reads the position of the primary at addr once, on a connection of its
