@@ -28,7 +28,9 @@
 # gatekeeper-pooled and gatekeeper-routed, reads with 0, 1 and 2 replicas), gatekeeper-baseline (pooled mode as gatekeeper-pooled, run from
 # the binary GATEKEEPER_BASELINE: another build, say the commit before a change, in the same
 # run; GATEKEEPER_BASELINE_MODE=passthrough runs it as the gatekeeper target instead, =routed
-# as gatekeeper-routed); gatekeeper, gatekeeper-pooled, gatekeeper-routed and gatekeeper-baseline run with
+# as gatekeeper-routed; GATEKEEPER_BASELINE_ENV adds VAR=VALUE settings to it alone, so that
+# the same binary can be its own baseline under another setting, e.g.
+# GATEKEEPER_BASELINE_ENV=GATEKEEPER_ROUTING_STRONG_RULE=proxy_local); gatekeeper, gatekeeper-pooled, gatekeeper-routed and gatekeeper-baseline run with
 # admission off,
 # haproxy (mode tcp, Debian's package, installed with apt-get when missing and apt works),
 # proxysql (ProxySQL 2.7.1 from ../shared/tools/devbench/proxysql-2.7.1.tgz, or PROXYSQL_TGZ,
@@ -83,7 +85,7 @@ DB_CPUS='' PROXY_CPUS='' SB_CPUS='' REPLICA_CPUS='' PROXY_THREADS='' PS_MODE=aut
 ADMISSION_CAPACITY=auto
 # The command as run, for the report: the overriding environment and the arguments, quoted.
 ARGS=''
-for v in GK_PRIMARY MARIADBD MARIADB SYSBENCH HAPROXY GATEKEEPER GATEKEEPER_BASELINE GATEKEEPER_BASELINE_MODE PROXYSQL PROXYSQL_LIB PROXYSQL_TGZ; do
+for v in GK_PRIMARY MARIADBD MARIADB SYSBENCH HAPROXY GATEKEEPER GATEKEEPER_BASELINE GATEKEEPER_BASELINE_MODE GATEKEEPER_BASELINE_ENV PROXYSQL PROXYSQL_LIB PROXYSQL_TGZ; do
 	[ -n "${!v:-}" ] && ARGS+="$v=$(printf '%q' "${!v}") "
 done
 ARGS+="bench/overhead.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
@@ -268,11 +270,14 @@ start() {
 	echo "bench/overhead.sh: $name on port ${PORT_OF[$name]}, pid $!" >&2
 }
 start_gatekeeper() { # start_gatekeeper NAME [VAR=VALUE...]
-	local name=$1 bin=$GATEKEEPER
+	local name=$1 bin=$GATEKEEPER extra=()
 	shift
-	[ "$name" = gatekeeper-baseline ] && bin=$GATEKEEPER_BASELINE
+	if [ "$name" = gatekeeper-baseline ]; then
+		bin=$GATEKEEPER_BASELINE
+		read -r -a extra <<<"${GATEKEEPER_BASELINE_ENV:-}"
+	fi
 	PORT_OF[$name]=$(free_port)
-	start "$name" "$WORK/$name.log" env GOMAXPROCS="$PROXY_THREADS" "$@" "$bin" serve \
+	start "$name" "$WORK/$name.log" env GOMAXPROCS="$PROXY_THREADS" "$@" "${extra[@]}" "$bin" serve \
 		--primary "$GK_PRIMARY" --listen 127.0.0.1:"${PORT_OF[$name]}" --admin-listen "${ADMIN_OF[$name]:+127.0.0.1:${ADMIN_OF[$name]}}"
 }
 wants gatekeeper && start_gatekeeper gatekeeper GATEKEEPER_MODE=passthrough GATEKEEPER_ADMISSION_ENABLED=false
@@ -652,7 +657,7 @@ report() {
 	echo "gatekeeper is its passthrough mode (a backend connection per client) with admission off;"
 	wants gatekeeper-admission && echo "gatekeeper-admission is the same with admission on, capacity $ADMISSION_CAPACITY;"
 	wants gatekeeper-pooled && echo "gatekeeper-pooled is pooled mode with pools.max_open $MAX_THREADS, admission off;"
-	wants gatekeeper-baseline && echo "gatekeeper-baseline is $(case $GATEKEEPER_BASELINE_MODE in passthrough) echo "passthrough as gatekeeper" ;; routed) echo "routed as gatekeeper-routed" ;; *) echo "pooled mode as gatekeeper-pooled" ;; esac), from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}');"
+	wants gatekeeper-baseline && echo "gatekeeper-baseline is $(case $GATEKEEPER_BASELINE_MODE in passthrough) echo "passthrough as gatekeeper" ;; routed) echo "routed as gatekeeper-routed" ;; *) echo "pooled mode as gatekeeper-pooled" ;; esac), from the binary $("$GATEKEEPER_BASELINE" version | awk '{print $2}')${GATEKEEPER_BASELINE_ENV:+ with $GATEKEEPER_BASELINE_ENV};"
 	wants gatekeeper-routed1 && echo "gatekeeper-routed1 is the same routing autocommit reads to one replica (strong consistency);"
 	wants gatekeeper-routed && echo "gatekeeper-routed is the same routing autocommit reads to two replicas (strong consistency);"
 	[ -n "$SHARES" ] && echo "reads the routing proxies sent to replicas, over the whole run: $SHARES;"
