@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -120,4 +121,76 @@ func TestTopAndEstimatesAcrossRestart(t *testing.T) {
 	d = startDaemon(t, "GATEKEEPER_ESTIMATOR_STATE_FILE="+state)
 	assert.EqualValues(t, 3, typeCount(t, d, "SELECT ? + ?"), "estimates loaded on start")
 	d.stop(t)
+}
+
+// With reads routed under strong_rule per_table, the admin API and gatekeeper top show the
+// binlog follower and the reads of the primary's position; refused the log for want of
+// REPLICATION SLAVE, they show the refusal and the rule strong reads fell back to.
+func TestTopShowsTheBinlogFollower(t *testing.T) {
+	direct := openDB(t, env.Primary, "")
+	defer direct.Close()
+	tbl := rowTable(t, direct)
+	user, password := noReplicationUser(t, direct)
+	for _, tc := range []struct {
+		name, user, password string
+		rule, line           string
+	}{
+		{"following", env.User, env.Password, "per_table", "binlog: following "},
+		{"refused", user, password, "proxy_local", "binlog: REFUSED (GRANT REPLICATION SLAVE, REPLICATION CLIENT to monitor.user)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "gatekeeper.yaml")
+			require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(
+				"mode: pooled\nauth:\n  from_backend: true\nbackends:\n  primary: %s\n  replicas: [%s]\nmonitor:\n  user: %s\n  password: %s\n",
+				env.Primary, env.Replica1, tc.user, tc.password)), 0o600))
+			d := startDaemonArgs(t, []string{"--config", file})
+			backends := func() admin.BackendsResponse {
+				code, body := httpGet(t, "http://"+d.admin+"/api/v1/backends")
+				require.Equal(t, 200, code, body)
+				var b admin.BackendsResponse
+				require.NoError(t, json.Unmarshal([]byte(body), &b))
+				require.NotNil(t, b.Routing, "reads are routed")
+				require.NotNil(t, b.Routing.Follower, "strong_rule per_table has a follower")
+				require.NotNil(t, b.Routing.PositionReads)
+				return b
+			}
+			waitFor(t, 20*time.Second, "the follower to follow or be refused", func() bool {
+				f := backends().Routing.Follower
+				return f.Live || f.Refused
+			})
+			db := openDB(t, d.listen, "")
+			defer db.Close()
+			waitFor(t, 20*time.Second, "strong reads through the proxy", func() bool {
+				var v int
+				require.NoError(t, db.QueryRow("SELECT v FROM "+tbl+" WHERE id = 1").Scan(&v))
+				// Under per_table a strong read reads the primary's position once a
+				// replica may take it; under proxy_local none does.
+				return tc.rule == "proxy_local" || backends().Routing.PositionReads.Reads > 0
+			})
+
+			r := backends().Routing
+			assert.Equal(t, tc.rule, r.StrongRule)
+			assert.Equal(t, tc.rule == "proxy_local", r.Follower.Refused)
+			assert.NotZero(t, r.Follower.ServerID)
+			if tc.rule == "per_table" {
+				assert.True(t, r.Follower.Live)
+				assert.NotEmpty(t, r.Follower.Position)
+				assert.NotNil(t, r.Follower.LagTransactions, "the lag is known once the follower follows")
+				assert.GreaterOrEqual(t, r.PositionReads.Reads, uint64(1), "the strong read read the primary's position")
+				assert.GreaterOrEqual(t, r.PositionReads.Statements, r.PositionReads.Reads)
+			}
+
+			top, err := exec.Command(gatekeeperBinary(t), "top", "--once", "--admin", d.admin).CombinedOutput()
+			require.NoError(t, err, "%s", top)
+			assert.Contains(t, string(top), ", strong_rule "+tc.rule+" - ")
+			var line string
+			for l := range strings.Lines(string(top)) {
+				if strings.HasPrefix(l, "binlog: ") {
+					line = strings.TrimSuffix(l, "\n")
+				}
+			}
+			assert.True(t, strings.HasPrefix(line, tc.line), "binlog line %q in\n%s", line, top)
+			t.Logf("%s", line)
+		})
+	}
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"math"
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+	"github.com/gatekeeperdb/gatekeeper/internal/binlog"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 )
 
@@ -62,11 +64,51 @@ func (s sessionsSource) Backends() admin.BackendsResponse {
 		}
 		r.Backends = append(r.Backends, info)
 	}
-	if router != nil {
+	if policy := s.srv.Routing(); policy != nil {
 		v := router.Versions()
 		rc := s.srv.RoutingConfig()
 		r.Routing = &admin.RoutingInfo{Consistency: rc.Consistency, Balance: rc.Balance,
-			ClosureLoaded: v.ClosureLoaded(), Floor: v.Floor().String(), Tables: v.Tables()}
+			ClosureLoaded: v.ClosureLoaded(), Floor: v.Floor().String(), Tables: v.Tables(),
+			StrongRule: policy.Rule().String()}
+		positions, follower := policy.Writes()
+		pr, _ := positions.(positionStats)
+		f, _ := follower.(followerStatus)
+		r.Routing.Follower, r.Routing.PositionReads = binlogInfo(f, pr)
 	}
 	return r
+}
+
+// followerStatus and positionStats are what the backends view reads of the binlog
+// follower and of the position reads, where the strong rule has them.
+type (
+	followerStatus interface{ Status() binlog.Status }
+	positionStats  interface{ Stats() (reads, served uint64) }
+)
+
+var (
+	_ followerStatus = (*binlog.Follower)(nil)
+	_ positionStats  = (*binlog.Positions)(nil)
+)
+
+// binlogInfo describes the follower and the position reads; nil for each one absent. A
+// lag not known yet (NaN) is left out: JSON has no NaN.
+func binlogInfo(f followerStatus, p positionStats) (*admin.BinlogFollower, *admin.PositionReads) {
+	var follower *admin.BinlogFollower
+	if f != nil {
+		st := f.Status()
+		follower = &admin.BinlogFollower{Live: st.Live, Refused: st.Denied, Position: st.Pos.String(), ServerID: st.ServerID}
+		if !math.IsNaN(st.LagTransactions) && !math.IsNaN(st.LagSeconds) {
+			txns, secs := uint64(st.LagTransactions), st.LagSeconds
+			follower.LagTransactions, follower.LagSeconds = &txns, &secs
+		}
+	}
+	var reads *admin.PositionReads
+	if p != nil {
+		n, served := p.Stats()
+		reads = &admin.PositionReads{Reads: n, Statements: served}
+		if n > 0 {
+			reads.StatementsPerRead = float64(served) / float64(n)
+		}
+	}
+	return follower, reads
 }

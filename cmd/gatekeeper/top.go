@@ -27,7 +27,9 @@ func newTopCommand() *cobra.Command {
 		Use:   "top",
 		Short: "Show the request types, their costs and the admission queue, live",
 		Long: `top shows what a running proxy has learned: each request type with its rate, estimated
-cost (the mean), percentiles and share of the database's load, and the admission queue.
+cost (the mean), percentiles and share of the database's load, and the admission queue;
+in pooled mode the pools and, with replicas, the routing (with the rule strong reads go by
+and the binlog follower they count every writer with) and each replica's standing.
 It reads the admin API, so it works against a proxy on another machine (--admin host:port).
 Keys: s share, r rate, m mean, 5 p95, 9 p99, c count, t type; q quits.`,
 		Args: cobra.NoArgs,

@@ -139,9 +139,14 @@ func Handler(src Sources) http.Handler {
 	return mux
 }
 
+// writeJSON answers v as indented JSON, or 500 with the reason when v holds what JSON
+// cannot carry (a NaN), rather than an empty 200.
 func writeJSON(w http.ResponseWriter, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v) // the client went away: nothing to do
+	_, _ = w.Write(append(body, '\n')) // the client went away: nothing to do
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -93,7 +94,11 @@ func (fakeSessions) Sessions() SessionsResponse {
 }
 
 func (fakeSessions) Backends() BackendsResponse {
-	return BackendsResponse{Mode: "pooled", Backends: []BackendInfo{{Addr: "db:3306", Role: "primary", Open: 3, MaxOpen: 64}}}
+	lagTxns, lagSeconds := uint64(2), 0.25
+	return BackendsResponse{Mode: "pooled", Backends: []BackendInfo{{Addr: "db:3306", Role: "primary", Open: 3, MaxOpen: 64}},
+		Routing: &RoutingInfo{Consistency: "strong", Balance: "self", ClosureLoaded: true, Floor: "0-1-10", StrongRule: "per_table",
+			Follower:      &BinlogFollower{Live: true, Position: "0-1-15234", LagTransactions: &lagTxns, LagSeconds: &lagSeconds, ServerID: 3057},
+			PositionReads: &PositionReads{Reads: 10, Statements: 23, StatementsPerRead: 2.3}}}
 }
 
 func TestSessionsAndBackendsEndpoints(t *testing.T) {
@@ -109,10 +114,32 @@ func TestSessionsAndBackendsEndpoints(t *testing.T) {
 	var b BackendsResponse
 	require.NoError(t, json.Unmarshal([]byte(body), &b))
 	assert.Equal(t, 64, b.Backends[0].MaxOpen)
+	require.NotNil(t, b.Routing.Follower)
+	assert.Equal(t, uint64(2), *b.Routing.Follower.LagTransactions)
+	for _, field := range []string{`"strong_rule": "per_table"`, `"live": true`, `"refused": false`, `"position": "0-1-15234"`,
+		`"lag_transactions": 2`, `"lag_seconds": 0.25`, `"server_id": 3057`,
+		`"reads": 10`, `"statements": 23`, `"statements_per_read": 2.3`} {
+		assert.Contains(t, body, field, "field names are an interface")
+	}
 
 	h = Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: CheckFunc(func(context.Context) error { return nil })})
 	code, _ = get(t, h, http.MethodGet, "/api/v1/sessions")
 	assert.Equal(t, http.StatusNotFound, code)
+}
+
+type nanBackends struct{}
+
+func (nanBackends) Backends() BackendsResponse {
+	return BackendsResponse{Backends: []BackendInfo{{Replica: &Replica{LagSeconds: math.NaN()}}}}
+}
+
+// A value JSON cannot carry fails the request with the reason, not with an empty 200.
+func TestUnencodableAnswerIsAnError(t *testing.T) {
+	h := Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: CheckFunc(func(context.Context) error { return nil }),
+		Backends: nanBackends{}})
+	code, body := get(t, h, http.MethodGet, "/api/v1/backends")
+	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.Contains(t, body, "unsupported value: NaN")
 }
 
 func TestPprofOnlyWhenAsked(t *testing.T) {

@@ -200,6 +200,46 @@ type RoutingInfo struct {
 	// recorded write.
 	Floor  string `json:"floor"`
 	Tables int    `json:"tables"`
+	// StrongRule is the rule strong reads go by now: routing.strong_rule (per_table,
+	// global or proxy_local), or proxy_local while per_table's follower is refused.
+	StrongRule string `json:"strong_rule"`
+	// Follower is the binlog follower (strong_rule per_table); nil without one.
+	Follower *BinlogFollower `json:"follower,omitempty"`
+	// PositionReads are the reads of the primary's position strong reads learn what it
+	// had committed from (strong_rule per_table or global); nil without them.
+	PositionReads *PositionReads `json:"position_reads,omitempty"`
+}
+
+// BinlogFollower is what the binlog follower, which records every write committed on the
+// primary in the version map, last knew.
+type BinlogFollower struct {
+	// Live: it streams the primary's binary log. While it does not, strong reads go to
+	// the primary.
+	Live bool `json:"live"`
+	// Refused: the primary refused it for want of a grant (REPLICATION SLAVE); strong
+	// reads then count only the writes this proxy acknowledged (StrongRule proxy_local).
+	Refused bool `json:"refused"`
+	// Position is the GTID position up to which it recorded every committed transaction;
+	// empty before it first reached the primary.
+	Position string `json:"position"`
+	// LagTransactions the primary has that the follower has not recorded; LagSeconds
+	// since the primary first had one of them (0 when it has them all). Both are absent
+	// until they are known (the follower's position and the primary's).
+	LagTransactions *uint64  `json:"lag_transactions,omitempty"`
+	LagSeconds      *float64 `json:"lag_seconds,omitempty"`
+	// ServerID is the server_id it registers with on the primary
+	// (replicas.binlog_server_id, or derived from the host and the listen address).
+	ServerID uint32 `json:"server_id"`
+}
+
+// PositionReads counts the reads of the primary's position since start: one in flight
+// at a time, each serving every strong read that arrived before it started.
+type PositionReads struct {
+	Reads uint64 `json:"reads"`
+	// Statements is the strong reads they served, and StatementsPerRead Statements over
+	// Reads (0 before the first): how many strong reads share one position read.
+	Statements        uint64  `json:"statements"`
+	StatementsPerRead float64 `json:"statements_per_read"`
 }
 
 // BackendInfo describes one backend and, in pooled mode, its pool.

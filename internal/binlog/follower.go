@@ -69,8 +69,9 @@ func New(cfg Config, versions *replicas.Versions, ddl func(), log *slog.Logger, 
 		cfg.Heartbeat = time.Second
 	}
 	f := &Follower{cfg: cfg, versions: versions, ddl: ddl, log: log.With("follower", cfg.Addr),
-		m: &m.follower, metrics: m, advanced: make(chan struct{})}
+		metrics: m, advanced: make(chan struct{})}
 	m.watch(f)
+	f.m = &m.follower
 	return f
 }
 
@@ -247,6 +248,7 @@ func (f *Follower) started(start replicas.Pos) {
 	f.signalLocked()
 	f.mu.Unlock()
 	f.m.up.Set(1)
+	f.m.refused.Set(0)
 	if wasDenied {
 		f.log.Info("binlog follower: the primary accepts it now; strong reads count every writer again", "position", start.String())
 	} else {
@@ -263,6 +265,11 @@ func (f *Follower) stopped(err error) {
 	f.signalLocked()
 	f.mu.Unlock()
 	f.m.up.Set(0)
+	if f.Denied() {
+		f.m.refused.Set(1)
+	} else {
+		f.m.refused.Set(0)
+	}
 	switch {
 	case f.Denied() && !wasDenied:
 		f.m.denied.Inc()

@@ -10,8 +10,9 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 )
 
-// Metrics are the follower's and the position reads'.
+// Metrics are the position reads' and, once there is a follower (New), the follower's.
 type Metrics struct {
+	reg       prometheus.Registerer
 	follower  followerMetrics
 	positions positionMetrics
 	// lag tells how far a position is behind the primary (replicas.Router.Lag).
@@ -22,7 +23,7 @@ type Metrics struct {
 }
 
 type followerMetrics struct {
-	up                                        prometheus.Gauge
+	up, refused                               prometheus.Gauge
 	events, transactions, reconnects, resyncs prometheus.Counter
 	denied                                    prometheus.Counter
 }
@@ -32,42 +33,50 @@ type positionMetrics struct {
 	inFlight      prometheus.Gauge
 }
 
-// NewMetrics registers the follower's and the position reads' metrics with reg; lag tells
-// how far a position is behind the primary.
+// NewMetrics registers the position reads' metrics with reg, where the follower's join
+// them once there is one; lag tells how far a position is behind the primary.
 func NewMetrics(reg prometheus.Registerer, lag func(replicas.Pos, time.Time) (uint64, float64, bool)) *Metrics {
-	counter := func(name, help string) prometheus.Counter {
-		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-		reg.MustRegister(c)
-		return c
-	}
-	gauge := func(name, help string) prometheus.Gauge {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
-		reg.MustRegister(g)
-		return g
-	}
-	m := &Metrics{lag: lag}
-	m.follower = followerMetrics{
-		up:           gauge("gatekeeper_binlog_follower_up", "1 while the binlog follower streams the primary's log."),
-		events:       counter("gatekeeper_binlog_events_total", "Events the binlog follower read from the primary's log."),
-		transactions: counter("gatekeeper_binlog_transactions_total", "Committed transactions the binlog follower recorded in the version map."),
-		reconnects:   counter("gatekeeper_binlog_reconnects_total", "Times the binlog follower lost the primary's log and connected again from its position."),
-		resyncs:      counter("gatekeeper_binlog_resyncs_total", "Times the binlog follower's position was purged from the primary's log and it started again from the primary's present one."),
-		denied:       counter("gatekeeper_binlog_denied_total", "Times the primary refused the binlog follower for want of a grant (REPLICATION SLAVE)."),
-	}
+	m := &Metrics{reg: reg, lag: lag}
 	m.positions = positionMetrics{
-		reads:    counter("gatekeeper_binlog_position_reads_total", "Reads of the primary's position for strong reads (one in flight at a time)."),
-		served:   counter("gatekeeper_binlog_position_read_statements_total", "Strong reads served by the position reads: over gatekeeper_binlog_position_reads_total, the reads each position read served."),
-		inFlight: gauge("gatekeeper_binlog_position_reads_in_flight", "Reads of the primary's position in flight now (at most 1)."),
+		reads:    m.counter("gatekeeper_binlog_position_reads_total", "Reads of the primary's position for strong reads (one in flight at a time)."),
+		served:   m.counter("gatekeeper_binlog_position_read_statements_total", "Strong reads served by the position reads: over gatekeeper_binlog_position_reads_total, the reads each position read served."),
+		inFlight: m.gauge("gatekeeper_binlog_position_reads_in_flight", "Reads of the primary's position in flight now (at most 1)."),
 	}
-	reg.MustRegister(m)
 	return m
 }
 
-// watch makes f the follower the position and lag gauges read.
+func (m *Metrics) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	m.reg.MustRegister(c)
+	return c
+}
+
+func (m *Metrics) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	m.reg.MustRegister(g)
+	return g
+}
+
+// registerFollower registers the follower's metrics.
+func (m *Metrics) registerFollower() {
+	m.follower = followerMetrics{
+		up:           m.gauge("gatekeeper_binlog_follower_up", "1 while the binlog follower streams the primary's log."),
+		refused:      m.gauge("gatekeeper_binlog_follower_refused", "1 while the primary refuses the binlog follower for want of a grant (REPLICATION SLAVE): strong reads count only this proxy's writes."),
+		events:       m.counter("gatekeeper_binlog_events_total", "Events the binlog follower read from the primary's log."),
+		transactions: m.counter("gatekeeper_binlog_transactions_total", "Committed transactions the binlog follower recorded in the version map."),
+		reconnects:   m.counter("gatekeeper_binlog_reconnects_total", "Times the binlog follower lost the primary's log and connected again from its position."),
+		resyncs:      m.counter("gatekeeper_binlog_resyncs_total", "Times the binlog follower's position was purged from the primary's log and it started again from the primary's present one."),
+		denied:       m.counter("gatekeeper_binlog_denied_total", "Times the primary refused the binlog follower for want of a grant (REPLICATION SLAVE)."),
+	}
+	m.reg.MustRegister(m)
+}
+
+// watch makes f the follower the metrics are of, and registers them.
 func (m *Metrics) watch(f *Follower) {
 	m.mu.Lock()
 	m.f = f
 	m.mu.Unlock()
+	m.registerFollower()
 }
 
 var (

@@ -208,7 +208,14 @@ func (v View) Render(w io.Writer, f *Frame) {
 			if !r.ClosureLoaded {
 				closure = "every write raises the floor (triggers, cascades, views not read yet)"
 			}
-			line("routing: %s, %s - %d tables tracked, %s", r.Consistency, r.Balance, r.Tables, closure)
+			rule := ""
+			if r.StrongRule != "" { // a proxy from before the rules leaves it out
+				rule = ", strong_rule " + r.StrongRule
+			}
+			line("routing: %s, %s%s - %d tables tracked, %s", r.Consistency, r.Balance, rule, r.Tables, closure)
+			if s := binlogLine(r); s != "" {
+				line("%s", s)
+			}
 		}
 		for _, be := range bs.Backends {
 			line("pool %s (%s): %d of %d open - %d leased, %d idle, %d waiting - %d client sessions",
@@ -260,4 +267,48 @@ func replicaStanding(r *admin.Replica) string {
 		return "up, replication stopped"
 	}
 	return "up"
+}
+
+// binlogLine says how strong reads learn the writes committed on the primary: the binlog
+// follower and the reads of the primary's position; "" when they have neither (proxy_local).
+func binlogLine(r *admin.RoutingInfo) string {
+	var s string
+	switch f := r.Follower; {
+	case f != nil && f.Refused:
+		return "binlog: REFUSED (GRANT REPLICATION SLAVE, REPLICATION CLIENT to monitor.user) - strong reads count this proxy's writes only"
+	case f != nil && f.Live:
+		s = fmt.Sprintf("binlog: following %s - %s", f.Position, lag(f))
+	case f != nil:
+		return fmt.Sprintf("binlog: not following (%s, %s) - strong reads go to the primary", at(f), lag(f))
+	case r.PositionReads != nil:
+		s = "binlog: no follower (strong_rule global: a replica needs the primary's whole position)"
+	default:
+		return ""
+	}
+	switch p := r.PositionReads; {
+	case p == nil:
+	case p.Reads == 0:
+		s += " - no position reads yet"
+	case p.Reads == 1:
+		s += fmt.Sprintf(" - %.1f strong reads per position read (1 read)", p.StatementsPerRead)
+	default:
+		s += fmt.Sprintf(" - %.1f strong reads per position read (%d reads)", p.StatementsPerRead, p.Reads)
+	}
+	return s
+}
+
+// lag is how far the follower is behind the primary.
+func lag(f *admin.BinlogFollower) string {
+	if f.LagTransactions == nil || f.LagSeconds == nil {
+		return "lag unknown"
+	}
+	return fmt.Sprintf("lag %d txns, %.2f s", *f.LagTransactions, *f.LagSeconds)
+}
+
+// at is where the follower stands in the primary's log.
+func at(f *admin.BinlogFollower) string {
+	if f.Position == "" {
+		return "no position yet"
+	}
+	return "at " + f.Position
 }

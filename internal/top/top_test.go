@@ -90,6 +90,8 @@ func TestRenderPool(t *testing.T) {
 	assert.Equal(t, "pool db1:3306 (primary): 20 of 64 open - 15 leased, 5 idle, 2 waiting - 2000 client sessions", lines[2])
 
 	f.Backends.Routing = &admin.RoutingInfo{Consistency: "strong", Balance: "self", ClosureLoaded: true, Tables: 3}
+	assert.Equal(t, "routing: strong, self - 3 tables tracked, per table", render(t, View{Sort: "share"}, f)[2],
+		"a proxy from before the strong rules")
 	f.Backends.Backends = append(f.Backends.Backends, admin.BackendInfo{Addr: "db2:3306", Role: "replica", Open: 4, MaxOpen: 64,
 		OutstandingReads: 3, Replica: &admin.Replica{Up: true, Replicating: true, Position: "0-1-9"},
 		Admission: &admin.BackendAdmission{CapacityMS: 200, LoadMS: 12.5, Running: 3, Queued: 1}})
@@ -104,6 +106,73 @@ func TestRenderPool(t *testing.T) {
 	lines = render(t, View{Sort: "share"}, f)
 	assert.NotContains(t, strings.Join(lines, "\n"), "pool ")
 }
+
+func TestRenderBinlog(t *testing.T) {
+	lagTxns, lagSeconds := uint64(0), 0.0
+	following := &admin.BinlogFollower{Live: true, Position: "0-1-15234", LagTransactions: &lagTxns, LagSeconds: &lagSeconds, ServerID: 3057}
+	for _, tc := range []struct {
+		name      string
+		rule      string
+		follower  *admin.BinlogFollower
+		positions *admin.PositionReads
+		want      string // the line after the routing line; "" when there is none
+	}{
+		{
+			name: "per_table, following", rule: "per_table", follower: following,
+			positions: &admin.PositionReads{Reads: 100, Statements: 230, StatementsPerRead: 2.3},
+			want:      "binlog: following 0-1-15234 - lag 0 txns, 0.00 s - 2.3 strong reads per position read (100 reads)",
+		},
+		{
+			name: "per_table, following, no strong read yet", rule: "per_table", follower: following,
+			positions: &admin.PositionReads{},
+			want:      "binlog: following 0-1-15234 - lag 0 txns, 0.00 s - no position reads yet",
+		},
+		{
+			name: "per_table, following, one position read", rule: "per_table", follower: following,
+			positions: &admin.PositionReads{Reads: 1, Statements: 1, StatementsPerRead: 1},
+			want:      "binlog: following 0-1-15234 - lag 0 txns, 0.00 s - 1.0 strong reads per position read (1 read)",
+		},
+		{
+			name: "per_table, refused", rule: "proxy_local",
+			follower:  &admin.BinlogFollower{Refused: true, Position: "0-1-15000", LagTransactions: &lagTxns, LagSeconds: &lagSeconds},
+			positions: &admin.PositionReads{},
+			want:      "binlog: REFUSED (GRANT REPLICATION SLAVE, REPLICATION CLIENT to monitor.user) - strong reads count this proxy's writes only",
+		},
+		{
+			name: "per_table, lost the log", rule: "per_table",
+			follower:  &admin.BinlogFollower{Position: "0-1-15000", LagTransactions: ptr(uint64(12)), LagSeconds: ptr(3.2)},
+			positions: &admin.PositionReads{Reads: 4, Statements: 4, StatementsPerRead: 1},
+			want:      "binlog: not following (at 0-1-15000, lag 12 txns, 3.20 s) - strong reads go to the primary",
+		},
+		{
+			name: "per_table, never reached the primary", rule: "per_table", follower: &admin.BinlogFollower{},
+			want: "binlog: not following (no position yet, lag unknown) - strong reads go to the primary",
+		},
+		{
+			name: "global", rule: "global", positions: &admin.PositionReads{Reads: 8, Statements: 12, StatementsPerRead: 1.5},
+			want: "binlog: no follower (strong_rule global: a replica needs the primary's whole position) - 1.5 strong reads per position read (8 reads)",
+		},
+		{name: "proxy_local", rule: "proxy_local"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := frame()
+			f.Backends = &admin.BackendsResponse{Mode: "pooled",
+				Backends: []admin.BackendInfo{{Addr: "db1:3306", Role: "primary"}},
+				Routing: &admin.RoutingInfo{Consistency: "strong", Balance: "self", ClosureLoaded: true, Tables: 3,
+					StrongRule: tc.rule, Follower: tc.follower, PositionReads: tc.positions}}
+			lines := render(t, View{Sort: "share"}, f)
+			assert.Equal(t, "routing: strong, self, strong_rule "+tc.rule+" - 3 tables tracked, per table", lines[2])
+			next := lines[3]
+			if tc.want == "" {
+				assert.True(t, strings.HasPrefix(next, "pool "), "no binlog line: %q", next)
+				return
+			}
+			assert.Equal(t, tc.want, next)
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestSorts(t *testing.T) {
 	for _, s := range Sorts {
