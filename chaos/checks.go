@@ -78,6 +78,55 @@ var Checks = []Check{
 			"one poll interval plus 1 s of passing the bound, and both replicas take reads again.",
 	},
 	{
+		Test:  "TestBinlogFollowerPrimaryRestart",
+		Title: "the binlog follower: kill -9 of the primary",
+		Setup: "Pooled mode routing reads to both replicas, strong consistency with routing.strong_rule per_table (the binlog follower " +
+			"records every write committed on the primary; a strong read waits for it to pass the primary's position). " +
+			"The load of every follower check: 4 writers each raise the version of a row of their own every 20 ms, 3 straight to the primary " +
+			"(writes only the follower can learn of) and 1 through the proxy; 16 readers read the rows through the proxy in a loop, " +
+			"and a read is stale when it returns a version below the highest acknowledged before it began. After 2 s, kill -9 of the primary, " +
+			"started again at once on its datadir by scripts/test-backends.sh. Asserts: no stale read; every statement through the proxy " +
+			"answered within 10 s; the follower seen down within 2 s, and up again (gatekeeper_binlog_follower_up 1, " +
+			"gatekeeper_binlog_reconnects_total raised) within 7 s of the primary's return (its longest backoff, 5 s, and 2 s); " +
+			"strong reads on the replicas before the kill, and again within 5 s of the follower's return.",
+	},
+	{
+		Test:  "TestBinlogFollowerNetworkCut",
+		Title: "the binlog follower: the network to the primary cut",
+		Setup: "The load of the kill -9 check; the proxy reaches the primary through a TCP relay listening in a network namespace, " +
+			"behind the veth pair of the network faults (the writers straight to the primary do not cross it), backends.dead_after 3s. " +
+			"The pair is blackholed (tc netem loss 100% on both ends, or nftables drop) until the follower is seen down " +
+			"(gatekeeper_binlog_follower_up 0), and 2 s more; " +
+			"then restored. Asserts: the follower seen down within 5 s (its read timeout, three 1 s heartbeats; and 2 s); no stale read; " +
+			"every statement through the proxy answered within 10 s; the follower up again, reconnects raised, within 17 s of the " +
+			"restore (an attempt to connect begun during the cut ends within go-mysql's 10 s connect timeout, the next follows within " +
+			"the longest backoff, 5 s; and 2 s); strong reads on the replicas before the cut, and again within 5 s of the follower's return.",
+	},
+	{
+		Test:  "TestBinlogFollowerPurgedPosition",
+		Title: "the binlog follower: its position purged",
+		Setup: "The load of the kill -9 check; the proxy reaches the primary through a TCP relay on loopback, which resets every " +
+			"connection and refuses new ones (the follower disconnected at once). Once a write straight to the primary has committed " +
+			"past the follower's position: FLUSH BINARY LOGS, the replicas wait (MASTER_GTID_WAIT) until they have all before the new log, " +
+			"PURGE BINARY LOGS TO it; then the relay relays again, and the follower asks for a position no log holds (error 1236). " +
+			"Asserts: no stale read; every statement through the proxy answered within 10 s; the follower up again, " +
+			"gatekeeper_binlog_resyncs_total raised (it starts over from the primary's present position, a floor every read then needs), " +
+			"within 12 s of the restore (the backoff under way, at most 5 s, the refusal, a second backoff, at most 5 s; and 2 s); " +
+			"strong reads on the replicas before the cut, and again within 5 s of the follower's return.",
+	},
+	{
+		Test:  "TestBinlogFollowerMissingGrant",
+		Title: "the binlog follower: monitor.user without REPLICATION SLAVE",
+		Setup: "The load of the kill -9 check, but its 4 writers write through the proxy (strong reads then count the proxy's own " +
+			"writes, proxy_local, the documented fallback); monitor.user has SELECT, PROCESS, BINLOG MONITOR and SLAVE MONITOR, not " +
+			"REPLICATION SLAVE. After 2 s of load the account is granted REPLICATION SLAVE. Asserts: the follower refused at start " +
+			"(gatekeeper_binlog_denied_total raised, gatekeeper_binlog_follower_up 0 until the grant) with an error line in the proxy's " +
+			"log naming the grant; no stale read; no " +
+			"statement fails; every statement answered within 10 s; strong reads on the replicas while refused; the follower up " +
+			"within 12 s of the grant (it tries again every 10 s after a refusal; and 2 s), and strong reads on the replicas again " +
+			"within 5 s.",
+	},
+	{
 		Test:  "TestAdmissionAbuse",
 		Title: "admission abuse",
 		Setup: "Passthrough; admission.enabled, capacity 50ms, max_queue 100, reserve.floor 20ms. SELECT 1 runs once, so that its " +

@@ -4,13 +4,17 @@
 // under a write load whose acknowledged writes are kept in a ledger; the network between
 // the proxy and its backend delays, loses and swallows packets; clients connect and never
 // speak, speak one byte a second, log in by the ten thousand and sit idle, or flood the
-// admission queue with slow statements.
+// admission queue with slow statements. The binlog follower, which lets strong reads see
+// writes that bypass the proxy, loses its primary (killed, cut off, its position purged, its
+// grant missing) under a strong read load, each read held to the writes acknowledged before
+// it began.
 //
 // Every check runs real processes on loopback: MariaDB servers started by
 // scripts/test-backends.sh (a primary and two replicas), the gatekeeper binary as a
 // subprocess (so that it can be signalled and its memory read), and, for the network
-// faults, a MariaDB server of its own inside a network namespace, reached over a veth pair
-// whose packets tc netem or nftables drop and delay. Every check is bounded in time, and
+// faults, a MariaDB server of its own inside a network namespace (for the follower's cut, a
+// relay to the primary listening there), reached over a veth pair whose packets tc netem or
+// nftables drop and delay. Every check is bounded in time, and
 // everything a check starts is stopped by its process id when it ends.
 //
 // A check prints its result on one line, "chaos: <check>: <figure>", and passes or fails

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -200,6 +202,38 @@ func (g *gatekeeper) getJSON(path string, v any) error {
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
+
+// metrics returns the proxy's metrics as GET /metrics shows them: the value of each series,
+// keyed by the series as written, its name and labels.
+func (g *gatekeeper) metrics() (map[string]float64, error) {
+	resp, err := scrapeClient.Get("http://" + g.AdminAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	out := map[string]float64{}
+	for line := range strings.Lines(string(body)) {
+		line = strings.TrimSpace(line)
+		i := strings.LastIndexByte(line, ' ')
+		if line == "" || line[0] == '#' || i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, nil
+}
+
+// scrapeClient bounds a scrape, so that a check polling the metrics keeps to its bounds.
+var scrapeClient = &http.Client{Timeout: 5 * time.Second}
 
 // rss returns the resident memory of the running proxy.
 func (g *gatekeeper) rss() (int64, error) { return procstat.RSS(g.PID()) }

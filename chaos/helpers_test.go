@@ -34,13 +34,22 @@ func notAvailable(t *testing.T, check, reason string) {
 // waitFor polls cond until it holds or within passes, and fails the test then.
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	if _, ok := waitUntil(within, cond); !ok {
+		t.Fatalf("timed out after %v waiting for %s", within, what)
+	}
+}
+
+// waitUntil polls cond every 20 ms until it holds, at most within, and returns how long
+// that took and whether it held.
+func waitUntil(within time.Duration, cond func() bool) (time.Duration, bool) {
+	start := time.Now()
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
+		if time.Since(start) > within {
+			return time.Since(start), false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return time.Since(start), true
 }
 
 // sourceNetworks are go-sql-driver network names that dial from a given loopback address,

@@ -6,14 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/procstat"
 )
@@ -225,6 +229,35 @@ func (l *link) clear() error {
 		return inNS("nft", "flush chain inet gkchaos in; flush chain inet gkchaos out")
 	}
 	return nil
+}
+
+// listenInNS opens a TCP listener on addr inside the namespace: what it accepts crosses the
+// veth pair, while the process's other sockets stay in its own namespace. A socket belongs to
+// the namespace of the thread that made it, so a goroutine moves its thread into the
+// namespace, listens, and ends with the thread still locked, which ends the thread too.
+func listenInNS(addr string) (net.Listener, error) {
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { // ends once the listener is made
+		runtime.LockOSThread() // never unlocked: the thread, moved into the namespace, ends with this goroutine
+		f, err := os.Open("/var/run/netns/" + netnsName)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- result{err: fmt.Errorf("setns %s: %w", netnsName, err)}
+			return
+		}
+		ln, err := net.Listen("tcp", addr)
+		done <- result{ln, err}
+	}()
+	r := <-done
+	return r.ln, r.err
 }
 
 // nsServer is a MariaDB server inside the namespace, listening on nsIP, with the test

@@ -153,7 +153,7 @@ func networkDelay(t *testing.T, l *link, srv *nsServer, mode string) {
 		// No netem: the delay is a relay's on the host, between the proxy and the link.
 		check = fmt.Sprintf("network %s (%s)", faultDelay.name, mode)
 		how = "a TCP relay between proxy and link that holds every chunk 200 ms each way (no netem: the kernel lacks sch_netem)"
-		r := startDelayRelay(t, srv.Addr)
+		r := startRelay(t, srv.Addr)
 		apply = func() error { r.set(200 * time.Millisecond); return nil }
 		clear = func() error { r.set(0); return nil }
 		g = proxyToAddr(t, r.Addr(), mode)

@@ -9,29 +9,38 @@ import (
 	"time"
 )
 
-// delayRelay forwards TCP connections to a server and, while its delay is set, holds every
-// chunk of bytes for that long in each direction before passing it on, in order: a long
-// pipe, with no bound on bandwidth. It stands in for tc netem's delay where the kernel has
-// no netem.
-type delayRelay struct {
+// relay forwards TCP connections to a server. While its delay is set, it holds every chunk
+// of bytes for that long in each direction before passing it on, in order: a long pipe,
+// with no bound on bandwidth. It stands in for tc netem's delay where the kernel has no
+// netem. While it is cut, it resets every connection it relays and every new one: a link
+// whose connections fail at once, where a blackhole lets them time out.
+type relay struct {
 	ln     net.Listener
 	target string
 	delay  atomic.Int64 // nanoseconds
 
+	// mu guards the fields below it.
 	mu    sync.Mutex
 	conns []net.Conn
+	cut   bool
 	wg    sync.WaitGroup
 }
 
-// startDelayRelay listens on loopback for connections to target; it is closed, with every
+// startRelay listens on loopback for connections to target; it is closed, with every
 // connection it relays, when the test ends.
-func startDelayRelay(t *testing.T, target string) *delayRelay {
+func startRelay(t *testing.T, target string) *relay {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &delayRelay{ln: ln, target: target}
+	return relayFrom(t, ln, target)
+}
+
+// relayFrom relays the connections ln accepts to target; ln, and every connection relayed,
+// is closed when the test ends.
+func relayFrom(t *testing.T, ln net.Listener, target string) *relay {
+	r := &relay{ln: ln, target: target}
 	r.wg.Go(r.serve)
 	t.Cleanup(func() {
 		_ = ln.Close()
@@ -45,16 +54,49 @@ func startDelayRelay(t *testing.T, target string) *delayRelay {
 	return r
 }
 
-func (r *delayRelay) Addr() string { return r.ln.Addr().String() }
+func (r *relay) Addr() string { return r.ln.Addr().String() }
 
 // set makes every chunk read from now on wait d before it is passed on; 0 passes at once.
-func (r *delayRelay) set(d time.Duration) { r.delay.Store(int64(d)) }
+func (r *relay) set(d time.Duration) { r.delay.Store(int64(d)) }
 
-func (r *delayRelay) serve() {
+// cutAll resets every connection relayed, and every new one until restore.
+func (r *relay) cutAll() {
+	r.mu.Lock()
+	conns := r.conns
+	r.conns, r.cut = nil, true
+	r.mu.Unlock()
+	for _, c := range conns {
+		reset(c)
+	}
+}
+
+// restore relays new connections again.
+func (r *relay) restore() {
+	r.mu.Lock()
+	r.cut = false
+	r.mu.Unlock()
+}
+
+// reset closes c with a TCP reset rather than a FIN.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}
+
+func (r *relay) serve() {
 	for {
 		client, err := r.ln.Accept()
 		if err != nil {
 			return
+		}
+		r.mu.Lock()
+		cut := r.cut
+		r.mu.Unlock()
+		if cut {
+			reset(client)
+			continue
 		}
 		server, err := net.DialTimeout("tcp", r.target, 5*time.Second)
 		if err != nil {
@@ -62,8 +104,15 @@ func (r *delayRelay) serve() {
 			continue
 		}
 		r.mu.Lock()
-		r.conns = append(r.conns, client, server)
+		if cut = r.cut; !cut { // a cut while dialling resets this pair too
+			r.conns = append(r.conns, client, server)
+		}
 		r.mu.Unlock()
+		if cut {
+			reset(client)
+			reset(server)
+			continue
+		}
 		r.wg.Go(func() { r.pipe(server, client) })
 		r.wg.Go(func() { r.pipe(client, server) })
 	}
@@ -77,7 +126,7 @@ type chunk struct {
 
 // pipe copies src to dst, each chunk once the delay in force when it was read has passed;
 // the end of either side closes both.
-func (r *delayRelay) pipe(dst, src net.Conn) {
+func (r *relay) pipe(dst, src net.Conn) {
 	defer dst.Close()
 	defer src.Close()
 	held := make(chan chunk, 1024)

@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -36,31 +34,19 @@ func (g *gatekeeper) replica(addr string) *admin.BackendInfo {
 
 // readsBy sums gatekeeper_reads_total by backend, from the proxy's metrics.
 func (g *gatekeeper) readsBy() (map[string]float64, error) {
-	resp, err := http.Get("http://" + g.AdminAddr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	m, err := g.metrics()
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "gatekeeper_reads_total{") {
+	for series, v := range m {
+		labels, ok := strings.CutPrefix(series, "gatekeeper_reads_total{")
+		i := strings.Index(labels, `backend="`)
+		if !ok || i < 0 {
 			continue
 		}
-		i := strings.Index(line, `backend="`)
-		j := strings.LastIndexByte(line, ' ')
-		if i < 0 || j < 0 {
-			continue
-		}
-		addr := line[i+len(`backend="`):]
-		addr = addr[:strings.IndexByte(addr, '"')]
-		v, err := strconv.ParseFloat(line[j+1:], 64)
-		if err == nil {
-			out[addr] += v
-		}
+		addr := labels[i+len(`backend="`):]
+		out[addr[:strings.IndexByte(addr, '"')]] += v
 	}
 	return out, nil
 }

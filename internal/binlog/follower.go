@@ -191,7 +191,10 @@ func (f *Follower) follow(ctx context.Context) error {
 		return err
 	}
 	syncer := replication.NewBinlogSyncer(f.syncerConfig())
-	defer syncer.Close()
+	// Closing kills the dump thread over a new connection to the primary, which may take
+	// the library's whole dial timeout (10 s) when the primary is unreachable: the follower
+	// stops and says so without waiting for it.
+	defer func() { go syncer.Close() }() // ends when Close does, within the library's dial timeout
 	gset, err := mysql.ParseMariadbGTIDSet(start.String())
 	if err != nil {
 		return err
@@ -275,20 +278,29 @@ func (f *Follower) stopped(err error) {
 		f.m.denied.Inc()
 		f.log.Error("binlog follower: the primary refused monitor.user the binary log; GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* to it. "+
 			"Until then strong reads count only the writes this proxy acknowledged (as routing.strong_rule: proxy_local), and may be stale for writes that bypass it",
-			"user", f.cfg.User, "err", err)
+			"user", f.cfg.User, "err", errText(err))
 	case purged(err):
 		f.m.resyncs.Inc()
 		f.log.Warn("binlog follower: its position is no longer in the primary's log (purged); it starts again from the primary's present position, which every read now needs",
-			"position", f.Pos().String(), "err", err)
+			"position", f.Pos().String(), "err", errText(err))
 		f.mu.Lock()
 		f.pos = nil // the next start resyncs
 		f.mu.Unlock()
 	case wasLive:
 		f.m.reconnects.Inc()
-		f.log.Warn("binlog follower: lost the primary's log; strong reads go to the primary until it follows again", "err", err)
+		f.log.Warn("binlog follower: lost the primary's log; strong reads go to the primary until it follows again", "err", errText(err))
 	default:
-		f.log.Debug("binlog follower: cannot follow the primary's log yet", "err", err)
+		f.log.Debug("binlog follower: cannot follow the primary's log yet", "err", errText(err))
 	}
+}
+
+// errText is err's message alone: the replication library's errors print stack traces
+// when formatted whole.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // deniedGrant tells whether err is the primary's refusal for want of a privilege.
@@ -459,15 +471,19 @@ func equalFold(b []byte, upper string) bool {
 	return true
 }
 
-// quiet passes the replication library's warnings and errors to the follower's log and
-// drops the rest: its info lines include the connection's configuration, password and all.
+// quiet passes the replication library's warnings and errors to the follower's log at
+// debug level, and drops the rest: its info lines include the connection's configuration,
+// password and all, and the failures it reports the follower reports itself, once each.
 type quiet struct{ h slog.Handler }
 
 func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn && q.h.Enabled(ctx, l)
+	return l >= slog.LevelWarn && q.h.Enabled(ctx, slog.LevelDebug)
 }
 
-func (q quiet) Handle(ctx context.Context, r slog.Record) error { return q.h.Handle(ctx, r) }
+func (q quiet) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return q.h.Handle(ctx, r)
+}
 
 func (q quiet) WithAttrs(attrs []slog.Attr) slog.Handler { return quiet{q.h.WithAttrs(attrs)} }
 
