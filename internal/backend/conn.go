@@ -498,6 +498,24 @@ func (c *Conn) Variable(name string) (string, error) {
 	return row[0], nil
 }
 
+// Global reads a global variable of the server (SELECT @@GLOBAL.name).
+func (c *Conn) Global(name string) (string, error) {
+	if !ValidVarName([]byte(name)) {
+		return "", fmt.Errorf("invalid variable name %q", name)
+	}
+	row, err := c.queryRow("SELECT @@GLOBAL." + name)
+	if err != nil {
+		return "", err
+	}
+	if len(row) != 1 {
+		return "", fmt.Errorf("%w: SELECT @@GLOBAL.%s returned %d columns", protocol.ErrMalformed, name, len(row))
+	}
+	return row[0], nil
+}
+
+// Broken tells whether the connection failed, or was left in the middle of an exchange.
+func (c *Conn) Broken() bool { return c.broken }
+
 // queryRow runs a query that returns one row and returns its values as text (NULL as "").
 func (c *Conn) queryRow(query string) ([]string, error) {
 	p, err := c.request(mysql.COM_QUERY, []byte(query))

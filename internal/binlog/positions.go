@@ -3,6 +3,7 @@ package binlog
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,25 +12,31 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/gatekeeperdb/gatekeeper/internal/auth"
+	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 )
 
 // Positions reads the primary's position for the reads that need it, as Raft's ReadIndex
 // does: one read in flight at a time, and a caller joins the next read that starts after it
 // called, so that the position it gets was read after it arrived, however many callers share
-// one read.
+// one read. The reads go over one connection of the proxy's own, logged in as monitor.user.
 type Positions struct {
-	db *sql.DB
-	// read reads the primary's position once.
+	// read reads the primary's position once; owned by the goroutine of run.
 	read func(ctx context.Context) (replicas.Pos, error)
 	m    *positionMetrics
 	// reads counts the positions read, served the callers they served.
 	reads, served atomic.Uint64
 
+	// dialer and want open the connection, conn; owned by the goroutine of run.
+	dialer *backend.Dialer
+	want   backend.Want
+	conn   *backend.Conn
+
 	// mu guards the fields below it.
 	mu sync.Mutex
-	// running: a goroutine reads positions for the waiting rounds.
-	running bool
+	// running: a goroutine reads positions for the waiting rounds; closed: Close was called.
+	running, closed bool
 	// next is the round the callers arriving now join; it starts once the one in flight
 	// has ended.
 	next *round
@@ -46,21 +53,27 @@ type round struct {
 // readTimeout bounds one read of the position.
 const readTimeout = 2 * time.Second
 
+// errClosed: the position reader was closed.
+var errClosed = errors.New("binlog: the position reader is closed")
+
 // NewPositions returns the position reader of the primary at addr, which logs in as user.
-func NewPositions(addr, user, password string, m *Metrics) (*Positions, error) {
-	db, err := openPrimary(addr, user, password)
-	if err != nil {
-		return nil, err
+func NewPositions(addr, user, password string, m *Metrics) *Positions {
+	p := &Positions{m: &m.positions,
+		dialer: &backend.Dialer{Addr: addr, ConnectTimeout: readTimeout},
+		want:   backend.Want{Credential: auth.Credential{User: user, Password: password, HasPassword: true}},
 	}
-	p := &Positions{db: db, m: &m.positions}
-	p.read = func(ctx context.Context) (replicas.Pos, error) { return queryPosition(ctx, db) }
-	return p, nil
+	p.read = p.query
+	return p
 }
 
 // Read returns the primary's position as read by a query that started after Read was
 // called, or ctx's error when it ends first.
 func (p *Positions) Read(ctx context.Context) (replicas.Pos, error) {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errClosed
+	}
 	r := p.next
 	if r == nil {
 		r = &round{done: make(chan struct{})}
@@ -84,7 +97,15 @@ func (p *Positions) Read(ctx context.Context) (replicas.Pos, error) {
 func (p *Positions) run() {
 	for {
 		p.mu.Lock()
-		r := p.next
+		r, closed := p.next, p.closed
+		if closed {
+			p.mu.Unlock()
+			p.closeConn() // still the goroutine's own while running holds
+			p.mu.Lock()
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
 		if r == nil {
 			p.running = false
 			p.mu.Unlock()
@@ -93,9 +114,7 @@ func (p *Positions) run() {
 		p.next = nil // who arrives now joins a round that starts after this one
 		p.mu.Unlock()
 		p.m.inFlight.Set(1)
-		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-		r.pos, r.err = p.read(ctx)
-		cancel()
+		r.pos, r.err = p.read(context.Background())
 		p.m.inFlight.Set(0)
 		p.m.reads.Inc()
 		p.m.served.Add(float64(r.n))
@@ -105,15 +124,44 @@ func (p *Positions) run() {
 	}
 }
 
+// query reads the primary's position on the reader's connection, opening it first when
+// there is none or it broke.
+func (p *Positions) query(ctx context.Context) (replicas.Pos, error) {
+	if p.conn == nil || p.conn.Broken() {
+		p.closeConn()
+		c, err := p.dialer.Dial(ctx, &p.want)
+		if err != nil {
+			return nil, fmt.Errorf("binlog: reading the primary's position: %w", err)
+		}
+		p.conn = c
+	}
+	_ = p.conn.Packets().SetDeadline(time.Now().Add(readTimeout))
+	v, err := p.conn.Global("gtid_binlog_pos")
+	if err != nil {
+		return nil, fmt.Errorf("binlog: reading the primary's position: %w", err)
+	}
+	return replicas.ParsePos(v)
+}
+
+func (p *Positions) closeConn() {
+	if p.conn != nil {
+		_ = p.conn.Close()
+		p.conn = nil
+	}
+}
+
 // Stats returns how many positions were read, and how many callers they served.
 func (p *Positions) Stats() (reads, served uint64) { return p.reads.Load(), p.served.Load() }
 
-// Close closes the reader's connection.
+// Close closes the reader: its connection, once no read is in flight, and every Read after.
 func (p *Positions) Close() error {
-	if p.db == nil {
-		return nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if !p.running {
+		p.closeConn()
 	}
-	return p.db.Close()
+	return nil
 }
 
 // openPrimary returns a handle on one connection to the primary at addr as user.

@@ -3,6 +3,7 @@ package routing
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -150,6 +151,9 @@ func (p *Policy) Run(ctx context.Context) error {
 			r.Run(ctx)
 		}
 	}()
+	if c, ok := p.positions.(io.Closer); ok {
+		defer c.Close()
+	}
 	if err := p.router.Run(ctx); err != nil {
 		return err
 	}

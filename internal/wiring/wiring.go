@@ -170,10 +170,7 @@ func Routing(cfg config.Config, costs *estimator.Table, log *slog.Logger, reg pr
 func binlogSources(cfg config.Config, rule routing.StrongRule, policy *routing.Policy, log *slog.Logger, reg prometheus.Registerer) error {
 	router := policy.Router()
 	m := binlog.NewMetrics(reg, router.Lag)
-	positions, err := binlog.NewPositions(cfg.Backends.Primary, cfg.Monitor.User, cfg.Monitor.Password, m)
-	if err != nil {
-		return err
-	}
+	positions := binlog.NewPositions(cfg.Backends.Primary, cfg.Monitor.User, cfg.Monitor.Password, m)
 	if rule == routing.Global {
 		policy.SetWrites(positions, nil)
 		return nil
