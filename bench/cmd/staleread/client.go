@@ -27,14 +27,19 @@ var readWeights = [...]struct {
 const ownShare = 0.5
 
 // workload is what every client shares: the tables, the ledger, the versions handed out,
-// the reads left to run and the tally.
+// the reads left to run, the tallies and the phases of the arms.
 type workload struct {
 	schema schema
 	ledger *ledger
+	// tally counts the whole run; byArm[a] is where an operation on arm a is counted: the
+	// run's tally, and the arm's own when there are several arms.
 	tally  *tally
+	byArm  []tallies
+	phases *phases
 	// versions is the last version handed out; each write takes the next.
 	versions atomic.Int64
-	// readsLeft is how many reads may still start; a client stops when it runs out.
+	// readsLeft is how many reads may still start; a client stops when it runs out. A run
+	// that compares arms has no such bound: it ends at a switch (phases.close).
 	readsLeft     atomic.Int64
 	writeFraction float64
 	txFraction    float64
@@ -76,16 +81,28 @@ type probe struct {
 	txn string
 }
 
-// client is one connection running reads and writes in turn until the reads run out or
-// the run ends. Its fields are its own; only the workload and the pair are shared.
-type client struct {
-	w       *workload
-	writeDB *sql.DB
-	// readDBs are where reads go: writeDB itself, or the --read-dsn servers.
-	readDBs []*sql.DB
-	// stmts holds the statements prepared on each read handle, by their text.
+// handles are a client's connections on one arm: where its writes go, and where its reads
+// go (the write handle itself, the arm's proxy beside a --write-dsn, or the --read-dsn
+// servers), with the statements prepared on each read handle, by their text.
+type handles struct {
+	write *sql.DB
+	reads []*sql.DB
 	stmts []map[string]*sql.Stmt
-	rng   *rand.Rand
+}
+
+// client is one connection (or a write and a read connection, or a set per arm) running
+// reads and writes in turn until the reads run out or the run ends. Its fields are its
+// own; only the workload and the pair are shared.
+type client struct {
+	w *workload
+	// arms are its handles on each arm; cur is the arm of the operation under way, and
+	// writeDB, readDBs and stmts its handles.
+	arms    []handles
+	cur     int
+	writeDB *sql.DB
+	readDBs []*sql.DB
+	stmts   []map[string]*sql.Stmt
+	rng     *rand.Rand
 	// session starts every statement of a paired connection ("" when not paired); readPrefix
 	// starts every read.
 	session, readPrefix string
@@ -99,17 +116,20 @@ type client struct {
 	partnerRead int64
 }
 
-// newClient returns a client on its write handle and read handles (nil: reads go to the
-// write handle), in pair p on side (p nil: not paired).
-func newClient(w *workload, writeDB *sql.DB, readDBs []*sql.DB, rng *rand.Rand, p *pair, side int) *client {
-	if len(readDBs) == 0 {
-		readDBs = []*sql.DB{writeDB}
+// newClient returns a client on its handles of each arm (reads nil: reads go to the write
+// handle), in pair p on side (p nil: not paired).
+func newClient(w *workload, arms []handles, rng *rand.Rand, p *pair, side int) *client {
+	c := &client{w: w, rng: rng, pair: p, side: side, seen: map[row]int64{}, readPrefix: w.consistency}
+	for _, h := range arms {
+		if len(h.reads) == 0 {
+			h.reads = []*sql.DB{h.write}
+		}
+		for range h.reads {
+			h.stmts = append(h.stmts, map[string]*sql.Stmt{})
+		}
+		c.arms = append(c.arms, h)
 	}
-	c := &client{w: w, writeDB: writeDB, readDBs: readDBs, rng: rng, pair: p, side: side,
-		seen: map[row]int64{}, readPrefix: w.consistency}
-	for range readDBs {
-		c.stmts = append(c.stmts, map[string]*sql.Stmt{})
-	}
+	c.use(0)
 	if p != nil {
 		c.session = "/* gk:session=" + p.key + " */ "
 		c.readPrefix += c.session
@@ -117,19 +137,45 @@ func newClient(w *workload, writeDB *sql.DB, readDBs []*sql.DB, rng *rand.Rand, 
 	return c
 }
 
-// run does reads and writes, drawn at random, until the reads run out or ctx is done.
+// use makes arm the one the next operation runs on.
+func (c *client) use(arm int) {
+	h := &c.arms[arm]
+	c.cur, c.writeDB, c.readDBs, c.stmts = arm, h.write, h.reads, h.stmts
+}
+
+// run does reads and writes, drawn at random, until the reads run out or ctx is done; each
+// runs within one phase, on that phase's arm.
 func (c *client) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		if c.rng.Float64() < c.w.writeFraction {
-			c.write(ctx)
-			continue
+		arm, open := c.w.phases.enter()
+		more := open
+		if open {
+			c.use(arm)
+			more = c.step(ctx)
 		}
-		if !c.w.takeRead() {
+		c.w.phases.leave()
+		if !more {
 			return
 		}
-		c.read(ctx)
 	}
 }
+
+// step does one read or write, drawn at random; it reports false when the reads have run
+// out.
+func (c *client) step(ctx context.Context) bool {
+	if c.rng.Float64() < c.w.writeFraction {
+		c.write(ctx)
+		return true
+	}
+	if !c.w.takeRead() {
+		return false
+	}
+	c.read(ctx)
+	return true
+}
+
+// tallies is where the operation under way is counted.
+func (c *client) tallies() tallies { return c.w.byArm[c.cur] }
 
 // read draws a read, takes what the ledger says each of its rows must be at least, sends
 // it and judges what came back.
@@ -141,14 +187,17 @@ func (c *client) read(ctx context.Context) {
 		want[i] = expectation{acked: c.w.ledger.acked(col.source), own: p.own, seen: seen, haveSeen: ok}
 	}
 	got := make([]int64, len(p.cols))
-	if err := c.query(ctx, p, got); err != nil {
+	start := time.Now()
+	err := c.query(ctx, p, got)
+	took := time.Since(start)
+	if err != nil {
 		if ctx.Err() == nil {
-			c.w.tally.failed(err)
+			c.tallies().failed(err)
 		}
 		return
 	}
 	v, ex := c.judgeAll(p, want, got)
-	c.w.tally.read(p.kind, v, ex)
+	c.tallies().read(p.kind, took, v, ex)
 }
 
 // judgeAll judges each version a read returned, notes the newest the connection has seen
@@ -216,8 +265,12 @@ func (c *client) inTxn(ctx context.Context, p probe, dest []any) error {
 }
 
 // nextProbe draws the next read: the connection's own last write read back, or its
-// partner's, or else a read of a random kind on a random row.
+// partner's, or else a read of a random kind on a random row. With a hot table, whose
+// writes are not to be read, it never reads a write back, nor the hot table.
 func (c *client) nextProbe() probe {
+	if c.w.schema.hot() >= 0 {
+		return c.drawProbe()
+	}
 	if c.pending.version > 0 && c.rng.Float64() < ownShare {
 		w := c.pending
 		c.pending = write{}
@@ -229,17 +282,23 @@ func (c *client) nextProbe() probe {
 			return c.point(kindSession, w.row, w.version)
 		}
 	}
+	return c.drawProbe()
+}
+
+// drawProbe draws a read of a random kind on a random row, of a table other than the hot
+// one.
+func (c *client) drawProbe() probe {
 	s := c.w.schema
 	id := 1 + c.rng.IntN(s.rows)
 	switch kind := c.drawKind(); kind {
 	case kindPrepared:
-		r := row{c.rng.IntN(s.written()), id}
+		r := row{c.readTable(s.written(), -1), id}
 		p := c.point(kindPrepared, r, 0)
 		p.prepared, p.id, p.query = true, r.id, c.readPrefix+"SELECT v FROM "+s.name(r.table)+" WHERE id = ?"
 		return p
 	case kindJoin, kindReadOnlyTxn:
-		a := c.rng.IntN(s.tables)
-		b := (a + 1 + c.rng.IntN(s.tables-1)) % s.tables
+		a := c.readTable(s.tables, -1)
+		b := c.readTable(s.tables, a)
 		p := probe{kind: kindJoin, db: c.rng.IntN(len(c.readDBs)), query: c.readPrefix +
 			"SELECT a.v, b.v FROM " + s.name(a) + " a JOIN " + s.name(b) + " b ON b.id = a.id WHERE a.id = " + strconv.Itoa(id),
 			cols: []column{{row{a, id}, row{a, id}}, {row{b, id}, row{b, id}}}}
@@ -256,7 +315,30 @@ func (c *client) nextProbe() probe {
 			"SELECT v FROM sr_child WHERE id = " + strconv.Itoa(id),
 			cols: []column{{row{s.parent(), id}, row{s.child(), id}}}}
 	}
-	return c.point(kindPoint, row{c.rng.IntN(s.written()), id}, 0)
+	return c.point(kindPoint, row{c.readTable(s.written(), -1), id}, 0)
+}
+
+// readTable draws one of the first n tables, other than the hot table and than not (-1:
+// none); the schema leaves at least one.
+func (c *client) readTable(n, not int) int {
+	hot := c.w.schema.hot()
+	left := 0
+	for t := range n {
+		if t != hot && t != not {
+			left++
+		}
+	}
+	k := c.rng.IntN(left)
+	for t := range n {
+		if t == hot || t == not {
+			continue
+		}
+		if k == 0 {
+			return t
+		}
+		k--
+	}
+	panic("readTable: no table left to read") // validate keeps enough tables
 }
 
 // point is a point select of r as a text query, held to the session's write own (0: none).
@@ -289,13 +371,13 @@ func (c *client) write(ctx context.Context) {
 	ws := c.drawWrites()
 	err := c.apply(ctx, ws)
 	for attempt := 1; attempt < maxAttempts && err != nil && retryable(err) && ctx.Err() == nil; attempt++ {
-		c.w.tally.retried(err)
+		c.tallies().retried(err)
 		time.Sleep(time.Duration(c.rng.Int64N(int64(retryPause) * int64(attempt))))
 		err = c.apply(ctx, ws)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			c.w.tally.failed(err)
+			c.tallies().failed(err)
 		}
 		return
 	}
@@ -306,17 +388,23 @@ func (c *client) write(ctx context.Context) {
 	if c.pair != nil {
 		c.pair.last[c.side].Store(&ws[0])
 	}
-	c.w.tally.wrote(len(ws) > 1)
+	c.tallies().wrote(len(ws) > 1)
 }
 
 // drawWrites draws one row, or with the transaction share two rows of two tables, each
-// with a fresh version.
+// with a fresh version; with a hot table, every row is one of its own.
 func (c *client) drawWrites() []write {
 	s := c.w.schema
 	t := c.rng.IntN(s.written())
+	if hot := s.hot(); hot >= 0 {
+		t = hot
+	}
 	ws := []write{{row{t, 1 + c.rng.IntN(s.rows)}, c.w.versions.Add(1)}}
 	if c.rng.Float64() < c.w.txFraction {
 		t2 := (t + 1 + c.rng.IntN(s.written()-1)) % s.written()
+		if s.hot() >= 0 {
+			t2 = t
+		}
 		ws = append(ws, write{row{t2, 1 + c.rng.IntN(s.rows)}, c.w.versions.Add(1)})
 	}
 	return ws

@@ -15,18 +15,25 @@ const progressEvery = 5 * time.Second
 // newRand is client i's source of random choices.
 func newRand(seed uint64, i int) *rand.Rand { return rand.New(rand.NewPCG(seed, uint64(i))) }
 
-// drive runs the clients until the reads run out, --duration passes or ctx is done, with
-// the lag injection beside them; it returns how long the clients ran and how many lags
-// were injected. Everything it starts has ended when it returns.
-func drive(ctx context.Context, o options, clients []*client, rs *replicaSet, t *tally, log io.Writer) (time.Duration, int) {
+// drive runs the clients until the reads run out (with several arms: until the switch at
+// which enough reports that every arm has had its reads), --duration passes or ctx is done,
+// with the timetable (lag injections, switches of arms) beside them; it returns how long
+// the clients ran and what the timetable did. Everything it starts has ended when it
+// returns.
+func drive(ctx context.Context, o options, clients []*client, rs *replicaSet, ph *phases, enough func() bool, t *tally, log io.Writer) (time.Duration, timetable) {
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
-	injections := 0
-	var lag sync.WaitGroup
-	if o.injectLag > 0 {
-		rs.injected = true // before the goroutine: restore reads it
-		// Ends with ctx, after starting the replica it holds back.
-		lag.Go(func() { injections = rs.injectLag(ctx, o.injectLag, o.injectEvery) })
+	var tt timetable
+	var timetabled sync.WaitGroup
+	if arms := len(o.dsns); o.injectLag > 0 || arms > 1 {
+		var t *turns
+		if arms > 1 {
+			t = &turns{ph: ph, arms: arms, enough: enough}
+		}
+		rs.injected = o.injectLag > 0 // before the goroutine: restore reads it
+		// Ends with ctx or at the last switch, after starting the replica it holds back.
+		inj := injection{lag: o.injectLag, period: o.injectEvery, all: o.injectAll}
+		timetabled.Go(func() { tt = rs.schedule(ctx, inj, t) })
 	}
 	start := time.Now()
 	done := make(chan struct{})
@@ -47,8 +54,8 @@ func drive(ctx context.Context, o options, clients []*client, rs *replicaSet, t 
 	}
 	elapsed := time.Since(start)
 	cancel()
-	lag.Wait()
-	return elapsed, injections
+	timetabled.Wait()
+	return elapsed, tt
 }
 
 // progress writes a line of the counts so far.

@@ -25,47 +25,150 @@ type replica struct {
 
 // replicaSet is the replicas of --replica-dsn and what was done to their replication, so
 // that it can be undone. Its methods are called from one goroutine at a time, except that
-// injectLag runs beside nothing but the clients.
+// schedule runs beside nothing but the clients.
 type replicaSet struct {
 	replicas []replica
-	log      io.Writer
+	// primary is where catchUp reads the position the replicas must reach.
+	primary *sql.DB
+	log     io.Writer
 	// injected is set once a SQL thread may have been stopped; delayed once the first
 	// replica's MASTER_DELAY was changed.
 	injected, delayed bool
 }
 
-// injectLag stops one replica's SQL thread (round robin) for lag every period, the first
-// time firstInjection into the run, until ctx is done; it returns how many times it did.
-// A replica it stopped is started again before it goes on or returns, whatever ctx says.
-// The caller sets injected before it starts injectLag on its own goroutine.
-func (rs *replicaSet) injectLag(ctx context.Context, lag, every time.Duration) int {
+// catchUpTimeout bounds the wait, at a switch of arms, for the replicas to apply what the
+// primary had logged.
+const catchUpTimeout = 10 * time.Second
+
+// timetable is what schedule did.
+type timetable struct {
+	injections, switches int
+	// lateCatchUps counts switches at which a replica had not caught up with the primary
+	// within catchUpTimeout.
+	lateCatchUps int
+}
+
+// injection is how lag is injected: every period, one replica's SQL thread (the replicas
+// in turn), or with all every replica's at once, is stopped for lag (0: never).
+type injection struct {
+	lag, period time.Duration
+	all         bool
+}
+
+// turns is how a run that compares arms moves between them: ph switches the clients from
+// one to the next, arms counts them, and enough tells, at a switch, that every arm has had
+// its reads.
+type turns struct {
+	ph     *phases
+	arms   int
+	enough func() bool
+}
+
+// schedule runs the run's timetable until ctx is done, or (t not nil) until the switch at
+// which every arm has had its reads, when it ends the run (phases.close): every period, the
+// first time firstInjection into the run, the clients move to the next arm (from the second
+// period on, when t is not nil), then one replica's SQL thread, or every replica's, is
+// stopped for lag (when lag > 0) and started again. At a switch the replicas first apply everything the primary
+// had logged, so that each phase begins with every replica holding the writes of the
+// phases before it: a proxy that counts only its own writes (proxy_local) is then held to
+// the writes made through it, not to those of the arm before it. The replicas are held back
+// in turn, each arm seeing each of them (heldReplica). A replica it stopped is started again before it goes on or
+// returns, whatever ctx says. The caller sets injected before it starts schedule on its own
+// goroutine.
+func (rs *replicaSet) schedule(ctx context.Context, inj injection, t *turns) timetable {
+	var tt timetable
+	arms := 1
+	if t != nil {
+		arms = t.arms
+	}
 	timer := time.NewTimer(firstInjection)
 	defer timer.Stop()
-	n := 0
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
-			return n
+			return tt
 		case <-timer.C:
 		}
-		timer.Reset(every)
-		r := rs.replicas[n%len(rs.replicas)]
-		n++
+		timer.Reset(inj.period)
+		if t != nil && n > 0 {
+			if t.enough() {
+				t.ph.close()
+				return tt
+			}
+			t.ph.next(func() {
+				if !rs.catchUp(ctx) {
+					tt.lateCatchUps++
+				}
+			})
+			tt.switches++
+		}
+		if inj.lag <= 0 || len(rs.replicas) == 0 {
+			continue
+		}
+		held := rs.replicas
+		if !inj.all {
+			held = held[heldReplica(n, arms, len(held)):][:1]
+		}
+		if rs.hold(ctx, held, inj.lag) {
+			tt.injections++
+		}
+	}
+}
+
+// heldReplica is the replica the n-th lag injection holds back, of replicas, in a run of
+// arms arms taking a turn at each injection: every arm sees every replica held back in turn.
+func heldReplica(n, arms, replicas int) int { return n / arms % replicas }
+
+// hold stops the SQL threads of the held replicas for lag, or until ctx is done, and starts
+// them again; it reports whether it stopped any.
+func (rs *replicaSet) hold(ctx context.Context, held []replica, lag time.Duration) bool {
+	var stopped []replica
+	for _, r := range held {
 		if err := rs.control(r, "STOP SLAVE SQL_THREAD"); err != nil {
 			fmt.Fprintf(rs.log, "staleread: replica %s: %v; no lag injected\n", r.addr, err)
 			continue
 		}
 		fmt.Fprintf(rs.log, "staleread: replica %s: SQL thread stopped for %s\n", r.addr, lag)
-		hold := time.NewTimer(lag)
-		select {
-		case <-ctx.Done():
-		case <-hold.C:
-		}
-		hold.Stop()
+		stopped = append(stopped, r)
+	}
+	if len(stopped) == 0 {
+		return false
+	}
+	t := time.NewTimer(lag)
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	t.Stop()
+	for _, r := range stopped {
 		if err := rs.control(r, "START SLAVE SQL_THREAD"); err != nil {
 			fmt.Fprintf(rs.log, "staleread: replica %s: %v\n", r.addr, err)
 		}
 	}
+	return true
+}
+
+// catchUp waits until every replica has applied what the primary had logged when it was
+// called (MASTER_GTID_WAIT), for catchUpTimeout at most; it reports whether they all did,
+// and says which did not.
+func (rs *replicaSet) catchUp(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	defer cancel()
+	var pos string
+	if err := rs.primary.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+		fmt.Fprintf(rs.log, "staleread: switching arms: the primary's position: %v\n", err)
+		return false
+	}
+	ok := true
+	for _, r := range rs.replicas {
+		var got sql.NullInt64 // 0: reached; -1: timed out
+		err := r.db.QueryRowContext(ctx, "SELECT MASTER_GTID_WAIT(?, ?)", pos, catchUpTimeout.Seconds()).Scan(&got)
+		if err != nil || got.Int64 != 0 {
+			fmt.Fprintf(rs.log, "staleread: switching arms: replica %s did not reach %s (%d, %v)\n", r.addr, pos, got.Int64, err)
+			ok = false
+		}
+	}
+	return ok
 }
 
 // setDelay makes the first replica apply each event seconds after the primary wrote it
@@ -113,9 +216,12 @@ func (rs *replicaSet) control(r replica, stmt string) error {
 	return nil
 }
 
-// close closes the replicas' handles.
+// close closes the replicas' handles and the primary's.
 func (rs *replicaSet) close() {
 	for _, r := range rs.replicas {
 		r.db.Close()
+	}
+	if rs.primary != nil {
+		rs.primary.Close()
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestLedgerKeepsTheHighestAcknowledged(t *testing.T) {
@@ -80,16 +81,16 @@ func TestVerdictOr(t *testing.T) {
 
 func TestTallyCountsEachCheck(t *testing.T) {
 	tl := newTally()
-	tl.read(kindPoint, verdict{}, example{})
-	tl.read(kindJoin, verdict{stale: true}, example{})
-	tl.read(kindOwn, verdict{stale: true, ownMiss: true}, example{})
-	tl.read(kindSession, verdict{backwards: true}, example{})
+	tl.read(kindPoint, time.Millisecond, verdict{}, example{})
+	tl.read(kindJoin, time.Millisecond, verdict{stale: true}, example{})
+	tl.read(kindOwn, time.Millisecond, verdict{stale: true, ownMiss: true}, example{})
+	tl.read(kindSession, time.Millisecond, verdict{backwards: true}, example{})
 	reads, stale, own, backwards := tl.totals()
 	if reads != 4 || stale != 2 || own != 1 || backwards != 1 {
 		t.Errorf("totals = %d reads, %d stale, %d own-write misses, %d backwards; want 4, 2, 1, 1", reads, stale, own, backwards)
 	}
 	for range maxExamples + 3 {
-		tl.read(kindPoint, verdict{stale: true}, example{})
+		tl.read(kindPoint, time.Millisecond, verdict{stale: true}, example{})
 	}
 	n := 0
 	for _, e := range tl.examples {

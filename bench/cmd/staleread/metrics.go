@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,46 +23,95 @@ const scrapeTimeout = 5 * time.Second
 // route is one series of readsMetric.
 type route struct{ backend, reason string }
 
-// scrapeReads reads readsMetric from the proxy's Prometheus endpoint, in the text format;
-// found is false when the endpoint answered without it.
-func scrapeReads(ctx context.Context, url string) (reads map[route]float64, found bool, err error) {
+// Unlabelled series a run reads besides readsMetric, from a proxy that counts every
+// writer (routing.strong_rule per_table or global): the reads of the primary's position and
+// the strong reads they served, the strong reads sent to the primary because that could not
+// be learnt in time, and the time taken to learn it.
+const (
+	positionReadsMetric     = "gatekeeper_binlog_position_reads_total"
+	positionServedMetric    = "gatekeeper_binlog_position_read_statements_total"
+	unvouchedMetric         = "gatekeeper_reads_unvouched_total"
+	followerWaitSumMetric   = "gatekeeper_causal_wait_follower_seconds_sum"
+	followerWaitCountMetric = "gatekeeper_causal_wait_follower_seconds_count"
+)
+
+// scalarSeries are the unlabelled series a scrape keeps.
+var scalarSeries = []string{positionReadsMetric, positionServedMetric, unvouchedMetric, followerWaitSumMetric, followerWaitCountMetric}
+
+// exposition is what one scrape of a proxy read: its reads by route, whether it has
+// readsMetric at all, and the scalarSeries it has.
+type exposition struct {
+	reads      map[route]float64
+	readsFound bool
+	scalars    map[string]float64
+}
+
+// scrape reads the proxy's Prometheus endpoint, in the text format.
+func scrape(ctx context.Context, url string) (exposition, error) {
 	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, false, err
+		return exposition{}, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, false, err
+		return exposition{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, false, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return exposition{}, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return parseReads(resp.Body)
+	return parseExposition(resp.Body)
 }
 
 // parseReads picks the series of readsMetric out of a Prometheus text exposition.
 func parseReads(r io.Reader) (map[route]float64, bool, error) {
-	reads := map[route]float64{}
-	found := false
+	e, err := parseExposition(r)
+	return e.reads, e.readsFound, err
+}
+
+// parseExposition picks the series of readsMetric and the scalarSeries out of a Prometheus
+// text exposition.
+func parseExposition(r io.Reader) (exposition, error) {
+	e := exposition{reads: map[route]float64{}, scalars: map[string]float64{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, readsMetric)
-		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue // another metric, or a comment
+		name, rest, ok := seriesName(line)
+		if !ok {
+			continue
 		}
-		found = true
+		keep := name == readsMetric || slices.Contains(scalarSeries, name)
+		if !keep {
+			continue
+		}
 		labels, value, err := parseSample(rest)
 		if err != nil {
-			return nil, false, fmt.Errorf("%s: %q: %w", readsMetric, line, err)
+			return exposition{}, fmt.Errorf("%s: %q: %w", name, line, err)
 		}
-		reads[route{labels["backend"], labels["reason"]}] += value
+		if name == readsMetric {
+			e.readsFound = true
+			e.reads[route{labels["backend"], labels["reason"]}] += value
+			continue
+		}
+		e.scalars[name] += value
 	}
-	return reads, found, sc.Err()
+	return e, sc.Err()
+}
+
+// seriesName splits a sample line into its metric's name and the rest; ok is false for a
+// comment or a blank line.
+func seriesName(line string) (name, rest string, ok bool) {
+	if line == "" || line[0] == '#' {
+		return "", "", false
+	}
+	end := strings.IndexAny(line, "{ ")
+	if end <= 0 {
+		return "", "", false
+	}
+	return line[:end], line[end:], true
 }
 
 // errSample says a sample line does not read as labels and a value.

@@ -18,7 +18,21 @@ import (
 // into it; sr_child holds, for each row of sr_parent, the version a foreign key's ON UPDATE
 // CASCADE carried into it: sr_child (pid, v) references sr_parent (id, v), so an UPDATE of
 // the parent's v rewrites the child's v in the same statement.
-type schema struct{ tables, rows int }
+//
+// With hotWrites, every write goes to one hot table, the last of sr_t0..sr_t(N-1) (so that
+// no trigger or cascade carries its writes elsewhere), and no read goes to it.
+type schema struct {
+	tables, rows int
+	hotWrites    bool
+}
+
+// hot is the hot table, -1 when there is none.
+func (s schema) hot() int {
+	if !s.hotWrites {
+		return -1
+	}
+	return s.tables - 1
+}
 
 func (s schema) parent() int { return s.tables }
 func (s schema) audit() int  { return s.tables + 1 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -51,6 +52,8 @@ type tally struct {
 	// Reads completed, and of them those that failed each check, by kind.
 	reads, stale, ownMisses, backwards [numKinds]atomic.Int64
 	writes, transactions               atomic.Int64
+	// latency is how long the reads of each kind took, from sending to the last row read.
+	latency [numKinds]histogram
 
 	mu sync.Mutex
 	// errs counts failed operations by MySQL error number, or "other"; messages has the
@@ -66,10 +69,11 @@ func newTally() *tally {
 	return &tally{errs: map[string]int64{}, messages: map[string]string{}, retries: map[string]int64{}}
 }
 
-// read records a completed read and its verdict; ex describes the read in case it failed a
-// check.
-func (t *tally) read(k readKind, v verdict, ex example) {
+// read records a completed read, how long it took and its verdict; ex describes the read in
+// case it failed a check.
+func (t *tally) read(k readKind, d time.Duration, v verdict, ex example) {
 	t.reads[k].Add(1)
+	t.latency[k].record(d)
 	if v.stale {
 		t.stale[k].Add(1)
 		t.example("stale", ex)
@@ -162,4 +166,42 @@ func errorKey(err error) (key, message string) {
 func retryable(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// latencies returns the latencies of the reads of each kind, and of all reads.
+func (t *tally) latencies() (byKind [numKinds]*latencies, all *latencies) {
+	all = &latencies{}
+	for k := range numKinds {
+		byKind[k] = t.latency[k].snapshot()
+		all.add(byKind[k])
+	}
+	return byKind, all
+}
+
+// tallies is where one client's operation is counted: the run's tally, and its arm's when
+// the run has several.
+type tallies []*tally
+
+func (ts tallies) read(k readKind, d time.Duration, v verdict, ex example) {
+	for _, t := range ts {
+		t.read(k, d, v, ex)
+	}
+}
+
+func (ts tallies) wrote(inTransaction bool) {
+	for _, t := range ts {
+		t.wrote(inTransaction)
+	}
+}
+
+func (ts tallies) failed(err error) {
+	for _, t := range ts {
+		t.failed(err)
+	}
+}
+
+func (ts tallies) retried(err error) {
+	for _, t := range ts {
+		t.retried(err)
+	}
 }
