@@ -60,14 +60,22 @@ func readsTo(t *testing.T, p *testProxy, addr, reason string) float64 {
 }
 
 // waitRoutable waits until the proxy's monitors have seen both replicas and read the
-// triggers, cascades and views.
+// triggers, cascades and views, and its binlog follower, where it has one, follows (or
+// was refused).
 func waitRoutable(t *testing.T, p *testProxy) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "replicas up and the closure read", func() bool {
+	waitFor(t, 10*time.Second, "replicas up, the closure read and the follower live", func() bool {
 		r := p.Router()
 		for _, b := range r.Replicas() {
 			if !b.Status().Up {
 				return false
+			}
+		}
+		if policy := p.Routing(); policy != nil {
+			if _, f := policy.Writes(); f != nil {
+				if l, ok := f.(interface{ Live() bool }); ok && !l.Live() && !f.Denied() {
+					return false
+				}
 			}
 		}
 		return r.Versions().ClosureLoaded()

@@ -87,7 +87,8 @@ type Replicas struct {
 	ClosureInterval time.Duration `mapstructure:"closure_interval"`
 	// BinlogServerID is the server_id the binlog follower registers with on the primary
 	// (routing.strong_rule per_table); it must differ from every replica's and every other
-	// proxy's. Zero (default) derives one from the host's name and the listen address.
+	// proxy's. Zero (default) derives one from the host's name, the listen address and the
+	// process.
 	BinlogServerID uint32 `mapstructure:"binlog_server_id"`
 }
 

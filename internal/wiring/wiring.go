@@ -182,7 +182,8 @@ func binlogSources(cfg config.Config, rule routing.StrongRule, policy *routing.P
 }
 
 // BinlogServerID is the server_id the binlog follower registers with:
-// replicas.binlog_server_id, or one derived from the host's name and the listen address.
+// replicas.binlog_server_id, or one derived from the host's name, the listen address and the
+// process (binlog.ServerID).
 func BinlogServerID(cfg config.Config) uint32 {
 	if cfg.Replicas.BinlogServerID != 0 {
 		return cfg.Replicas.BinlogServerID
