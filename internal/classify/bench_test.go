@@ -31,6 +31,7 @@ var connectionStateStatements = []string{
 	"SELECT CONNECTION_ID() AS `a``b`",
 	"SELECT CONNECTION_ID() AS 'it''s'",
 	"BEGIN NOT ATOMIC SET @x = 1; END",
+	"SELECT NOW(), CURRENT_USER, @@session.time_zone, shop.price_of(id) FROM t FOR UPDATE",
 }
 
 func TestClassifyAllocatesNothing(t *testing.T) {

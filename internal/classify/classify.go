@@ -93,8 +93,23 @@ type Result struct {
 	MultiStatement bool
 	// CallsFunction tells that the text calls a function the classifier does not know (a
 	// stored function, or a built-in one it has no name for), whose reads and writes it
-	// cannot see, or that the digest was cut before its end.
+	// cannot see, or that the digest was cut before its end. A function named with its
+	// schema (shop.price_of(id), db.now()) is a stored one.
 	CallsFunction bool
+	// Volatile tells that the result may differ between two runs over the same data and the
+	// same session variables: it reads the clock, a random or unique value, the connection or
+	// the user, a user or system variable, a sequence, or it waits or locks. So do: NOW() and
+	// the other clock functions (CURRENT_TIMESTAMP and the reserved ones also without
+	// parentheses), RAND(), UUID(), CONNECTION_ID(), CURRENT_USER, LAST_INSERT_ID(),
+	// ROW_COUNT(), FOUND_ROWS(), SLEEP(), the named-lock and sequence functions, NEXT and
+	// PREVIOUS VALUE FOR, every function CallsFunction counts (a stored function may read
+	// anything), any @var or @@var, SELECT ... INTO, locking reads, LOCK TABLES, HANDLER,
+	// KILL, SHOW, and what ANALYZE or EXPLAIN ANALYZE runs (its output holds timings). Names
+	// in strings, comments or backquotes, after a dot (t.now), or not reserved and without
+	// "(" (a column named now) do not count; EXPLAIN and CREATE VIEW count what they name.
+	// DATABASE() and system schemas do not count: a cache keys on the one and refuses the
+	// other itself, as it must refuse SideEffects and Uses.
+	Volatile bool
 	// Uses is what the statements of the text do with state that lives in the connection,
 	// beyond what session tracking reports. A statement that does not run what it names
 	// (EXPLAIN without ANALYZE, CREATE VIEW, CREATE PROCEDURE and the like) uses nothing.
@@ -267,6 +282,9 @@ func (c *Classifier) finish() {
 			r.ConnectionIDOnly, r.ConnectionIDName = true, name
 		}
 	}
+	if r.CallsFunction {
+		r.Volatile = true // a stored function may read anything
+	}
 	if c.unsure {
 		r.Unsure = true
 		r.UnknownTables = true
@@ -363,6 +381,11 @@ func (c *Classifier) consume(t token) {
 		values := c.is(p, kwValues) || c.is(p, kwValue)
 		row := values || afterRowComma
 		collapse := row || c.is(p, kwIn)
+		if p.flags&volatile != 0 && c.last.fnWord {
+			// A call: tableRef takes fnWord from a table name before its column list. A
+			// digest that is full calls unknown functions, which are volatile anyway.
+			c.res.Volatile = true
+		}
 		c.emit(t)
 		c.depth++
 		if c.depth >= maxDepth {
@@ -404,6 +427,14 @@ func (c *Classifier) consume(t token) {
 			c.afterRowComma = true
 		}
 		c.emit(t)
+	case tWord:
+		if t.flags&(volatile|reserved) == volatile|reserved && c.prev.kind != tDot {
+			c.res.Volatile = true // CURRENT_TIMESTAMP and the like, with or without "("
+		}
+		c.emit(t)
+	case tUserVar, tSysVar:
+		c.res.Volatile = true
+		c.emit(t)
 	default:
 		c.emit(t)
 	}
@@ -439,6 +470,7 @@ func (c *Classifier) emit(t token) {
 			word = keywordList[t.key].upper
 			e.fnWord = t.flags&(function|reserved) != reserved
 			e.value = t.flags&reserved == 0 || word == "NULL" || word == "TRUE" || word == "FALSE"
+			e.ident = c.last.kind == tDot // after a dot every word is a name: db.now() is stored
 		} else {
 			text = src[t.start:t.end]
 			e.fnWord, e.value, e.ident = true, true, true
@@ -658,6 +690,7 @@ func (c *Classifier) head() {
 		if p := c.peek(0); c.is(p, kwTable) || c.is(p, kwTables) {
 			if t.kw == kwLock {
 				c.res.Uses |= UsesLockTables
+				c.res.Volatile = true
 			} else {
 				c.res.Uses |= UsesUnlockTables
 			}
@@ -703,6 +736,7 @@ func (c *Classifier) head() {
 			}
 			c.next()
 		}
+		c.res.Volatile = true // the output holds timings
 		if p := c.peek(0); c.is(p, kwTable) || c.is(p, kwTables) {
 			return
 		}
@@ -712,11 +746,15 @@ func (c *Classifier) head() {
 			c.next() // JSON
 		}
 		c.head()
-	case kwDo, kwShow, kwHelp, kwAdmin:
+	case kwDo, kwHelp, kwAdmin:
+	case kwShow:
+		c.res.Volatile = true // status, processes, the warnings of the statement before
 	case kwKill:
+		c.res.Volatile = true
 		c.kill()
 	case kwHandler:
 		c.res.Uses |= UsesHandler
+		c.res.Volatile = true // reads from where the handler stands
 	case kwGrant:
 		c.kind = DDL
 		c.res.UnknownTables = true
@@ -913,8 +951,11 @@ func (c *Classifier) with() {
 			c.ctes[c.nCTEs] = c.name(p)
 			c.nCTEs++
 		}
-		if c.peek(0).kind == tLParen { // column list
+		if c.peek(0).kind == tLParen { // a column list, not a call
+			c.last.ident = false
+			volatile := c.res.Volatile
 			c.next()
+			c.res.Volatile = volatile
 			c.body(c.depth)
 		}
 		if !c.is(c.peek(0), kwAs) {
@@ -1031,6 +1072,7 @@ func (c *Classifier) bodyKeyword(t token) {
 			// SELECT ... INTO OUTFILE, DUMPFILE or variables.
 			c.write()
 			c.res.SideEffects = true
+			c.res.Volatile = true
 		}
 	case kwTo:
 		if c.verb == kwRename && f.from == modeWrite {
@@ -1089,6 +1131,7 @@ func (c *Classifier) bodyKeyword(t token) {
 // sequence handles a sequence function: NEXTVAL and SETVAL write the sequence; LASTVAL
 // reads this connection's last value.
 func (c *Classifier) sequence(write bool) {
+	c.res.Volatile = true
 	if write {
 		c.write()
 		c.res.SideEffects = true
@@ -1100,6 +1143,7 @@ func (c *Classifier) sequence(write bool) {
 }
 
 func (c *Classifier) locking() {
+	c.res.Volatile = true
 	if c.kind == Read {
 		c.kind = LockingRead
 	}
@@ -1292,7 +1336,7 @@ func (r *Result) String() string {
 		on   bool
 		name string
 	}{{r.TxnStart, "txn-start"}, {r.TxnEnd, "txn-end"}, {r.TxnReadOnly, "read-only"}, {r.TxnReadWrite, "read-write"},
-		{r.SideEffects, "side-effects"}, {r.MultiStatement, "multi"}} {
+		{r.SideEffects, "side-effects"}, {r.MultiStatement, "multi"}, {r.Volatile, "volatile"}} {
 		if f.on {
 			sb.WriteString(" " + f.name)
 		}

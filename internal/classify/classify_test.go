@@ -28,10 +28,10 @@ func TestClassify(t *testing.T) {
 		{"SELECT * FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.id = t.id)", "read read=t,u"},
 		{"SELECT * FROM t1 WHERE a = ANY (SELECT b FROM t2)", "read read=t1,t2"},
 		// locking reads
-		{"SELECT * FROM t WHERE id = 1 FOR UPDATE", "locking_read read=t"},
-		{"SELECT * FROM t WHERE id = 1 FOR UPDATE SKIP LOCKED", "locking_read read=t"},
-		{"SELECT * FROM t FOR SHARE NOWAIT", "locking_read read=t"},
-		{"SELECT * FROM t LOCK IN SHARE MODE", "locking_read read=t"},
+		{"SELECT * FROM t WHERE id = 1 FOR UPDATE", "locking_read read=t volatile"},
+		{"SELECT * FROM t WHERE id = 1 FOR UPDATE SKIP LOCKED", "locking_read read=t volatile"},
+		{"SELECT * FROM t FOR SHARE NOWAIT", "locking_read read=t volatile"},
+		{"SELECT * FROM t LOCK IN SHARE MODE", "locking_read read=t volatile"},
 		{"SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2024-01-01 00:00:00'", "read read=t"},
 		// writes, also the ones that hide
 		{"INSERT LOW_PRIORITY IGNORE INTO t SELECT * FROM s WHERE x IN (SELECT y FROM u)", "write read=s,u written=t"},
@@ -49,34 +49,34 @@ func TestClassify(t *testing.T) {
 		{"DELETE FROM t WHERE id = 1 RETURNING id", "write written=t"},
 		{"WITH x AS (SELECT id FROM s) UPDATE t JOIN x USING (id) SET t.a = 1", "write read=s written=t"},
 		{"WITH x AS (SELECT id FROM s) DELETE FROM t WHERE id IN (SELECT id FROM x)", "write read=s written=t"},
-		{"SELECT a INTO @x FROM t", "write read=t side-effects uses=user_variable"},
-		{"SELECT * FROM t INTO OUTFILE '/tmp/t.csv'", "write read=t side-effects"},
-		{"CALL refresh_totals(1)", "write unknown-tables"},
+		{"SELECT a INTO @x FROM t", "write read=t side-effects volatile uses=user_variable"},
+		{"SELECT * FROM t INTO OUTFILE '/tmp/t.csv'", "write read=t side-effects volatile"},
+		{"CALL refresh_totals(1)", "write unknown-tables volatile"},
 		{"LOAD DATA LOCAL INFILE '/tmp/x' REPLACE INTO TABLE db.t1 FIELDS TERMINATED BY ','", "write written=db.t1"},
 		{"LOAD XML INFILE 'x.xml' INTO TABLE t ROWS IDENTIFIED BY '<row>'", "write written=t"},
-		{"SELECT NEXTVAL(seq1)", "write written=seq1 side-effects"},
-		{"SELECT NEXT VALUE FOR s.seq1", "write written=s.seq1 side-effects"},
-		{"SELECT SETVAL(seq1, 100)", "write written=seq1 side-effects"},
-		{"INSERT INTO t VALUES (NEXT VALUE FOR seq1, 'a')", "write written=t,seq1 side-effects"},
+		{"SELECT NEXTVAL(seq1)", "write written=seq1 side-effects volatile"},
+		{"SELECT NEXT VALUE FOR s.seq1", "write written=s.seq1 side-effects volatile"},
+		{"SELECT SETVAL(seq1, 100)", "write written=seq1 side-effects volatile"},
+		{"INSERT INTO t VALUES (NEXT VALUE FOR seq1, 'a')", "write written=t,seq1 side-effects volatile"},
 		// session state
-		{"SELECT LASTVAL(seq1)", "session read=seq1"},
-		{"SELECT PREVIOUS VALUE FOR seq1", "session read=seq1"},
-		{"SELECT GET_LOCK('job', 10)", "session side-effects uses=get_lock"},
-		{"DO RELEASE_LOCK('job')", "session side-effects uses=release_lock"},
-		{"SELECT LAST_INSERT_ID()", "session uses=last_insert_id"},
-		{"SELECT LAST_INSERT_ID(5)", "session side-effects uses=set_last_insert_id"},
-		{"SELECT FOUND_ROWS()", "session"},
-		{"SELECT @a, @@session.sql_mode", "session"},
-		{"SELECT @n := @n + 1 FROM t", "session read=t uses=user_variable"},
+		{"SELECT LASTVAL(seq1)", "session read=seq1 volatile"},
+		{"SELECT PREVIOUS VALUE FOR seq1", "session read=seq1 volatile"},
+		{"SELECT GET_LOCK('job', 10)", "session side-effects volatile uses=get_lock"},
+		{"DO RELEASE_LOCK('job')", "session side-effects volatile uses=release_lock"},
+		{"SELECT LAST_INSERT_ID()", "session volatile uses=last_insert_id"},
+		{"SELECT LAST_INSERT_ID(5)", "session side-effects volatile uses=set_last_insert_id"},
+		{"SELECT FOUND_ROWS()", "session volatile"},
+		{"SELECT @a, @@session.sql_mode", "session volatile"},
+		{"SELECT @n := @n + 1 FROM t", "session read=t volatile uses=user_variable"},
 		{"SET autocommit = 0", "session"},
 		{"SET NAMES utf8mb4 COLLATE utf8mb4_bin", "session"},
 		{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", "session"},
-		{"SET @x = (SELECT MAX(id) FROM t)", "session read=t uses=user_variable"},
+		{"SET @x = (SELECT MAX(id) FROM t)", "session read=t volatile uses=user_variable"},
 		{"USE shop", "session"},
 		{"PREPARE s1 FROM 'SELECT * FROM t WHERE id = ?'", "session uses=prepare"},
-		{"EXECUTE s1 USING @id", "session unknown-tables"},
+		{"EXECUTE s1 USING @id", "session unknown-tables volatile"},
 		{"DEALLOCATE PREPARE s1", "session uses=deallocate"},
-		{"LOCK TABLES t READ, u WRITE", "session uses=lock_tables"},
+		{"LOCK TABLES t READ, u WRITE", "session volatile uses=lock_tables"},
 		{"UNLOCK TABLES", "session uses=unlock_tables"},
 		{"CREATE TEMPORARY TABLE tmp (a INT)", "session written=tmp uses=temporary_table"},
 		{"DROP TEMPORARY TABLE IF EXISTS tmp", "session written=tmp uses=drop_temporary_table"},
@@ -102,8 +102,8 @@ func TestClassify(t *testing.T) {
 		{"SET STATEMENT max_statement_time = 1 FOR SELECT * FROM t", "read read=t"},
 		{"SET STATEMENT max_statement_time = 1 FOR UPDATE t SET a = 1", "write written=t"},
 		{"EXPLAIN SELECT * FROM t", "other read=t"},
-		{"EXPLAIN ANALYZE UPDATE t SET a = 1", "write written=t"},
-		{"ANALYZE FORMAT=JSON DELETE FROM t", "write written=t"},
+		{"EXPLAIN ANALYZE UPDATE t SET a = 1", "write written=t volatile"},
+		{"ANALYZE FORMAT=JSON DELETE FROM t", "write written=t volatile"},
 		// DDL
 		{"CREATE TABLE IF NOT EXISTS shop.orders (id INT PRIMARY KEY, total DECIMAL(10, 2))", "ddl written=shop.orders"},
 		{"CREATE OR REPLACE TABLE t2 AS SELECT * FROM t1", "ddl read=t1 written=t2"},
@@ -117,13 +117,13 @@ func TestClassify(t *testing.T) {
 		{"RENAME TABLE a TO b, c TO d", "ddl written=a,b,c,d"},
 		{"TRUNCATE TABLE t", "ddl written=t"},
 		{"TRUNCATE t", "ddl written=t"},
-		{"GRANT SELECT ON shop.* TO 'app'@'%'", "ddl unknown-tables"},
+		{"GRANT SELECT ON shop.* TO 'app'@'%'", "ddl unknown-tables volatile"},
 		// other
-		{"SHOW TABLES", "other"},
-		{"SHOW FULL PROCESSLIST", "other"},
+		{"SHOW TABLES", "other volatile"},
+		{"SHOW FULL PROCESSLIST", "other volatile"},
 		{"DESCRIBE t", "other"},
-		{"DO SLEEP(1)", "other"},
-		{"KILL QUERY 12", "other uses=kill kill-query=12"},
+		{"DO SLEEP(1)", "other volatile"},
+		{"KILL QUERY 12", "other volatile uses=kill kill-query=12"},
 		{"FLUSH TABLES", "other"},
 		{"", "other"},
 		{"  -- nothing\n", "other"},
@@ -508,10 +508,126 @@ func TestCallsFunction(t *testing.T) {
 		{"INSERT INTO t (a, b) VALUES (1, 2)", false},
 		{"SELECT a FROM t JOIN u USING (id) FORCE INDEX (i)", false},
 		{"SELECT * FROM (SELECT 1) d WHERE (a) = 1", false},
+		{"SELECT db.count(x) FROM t", true},
+		{"SELECT db.`now`() FROM t", true},
+		{"SELECT t.count, t.now FROM t", false},
+		{"WITH c (n) AS (SELECT 1) SELECT n FROM c", false},
+		{"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r", false},
 	}
 	for _, tt := range tests {
 		if r := c.Classify([]byte(tt.sql)); r.CallsFunction != tt.calls {
 			t.Errorf("%s: CallsFunction %v, want %v", tt.sql, r.CallsFunction, tt.calls)
+		}
+	}
+}
+
+func TestVolatile(t *testing.T) {
+	volatile := []string{
+		// the clock
+		"SELECT NOW()",
+		"select now ()",
+		"SELECT * FROM t WHERE created > NOW() - INTERVAL 1 DAY",
+		"SELECT CURRENT_TIMESTAMP",
+		"SELECT current_timestamp(6)",
+		"SELECT CURRENT_DATE, CURRENT_TIME FROM t",
+		"SELECT a FROM t WHERE d = CURRENT_DATE()",
+		"SELECT CURDATE(), CURTIME()",
+		"SELECT SYSDATE()",
+		"SELECT UTC_DATE, UTC_TIME(), UTC_TIMESTAMP()",
+		"SELECT LOCALTIME, LOCALTIMESTAMP()",
+		"SELECT UNIX_TIMESTAMP()",
+		"SELECT UNIX_TIMESTAMP(created) FROM t",
+		// random and unique values
+		"SELECT * FROM t ORDER BY RAND() LIMIT 1",
+		"SELECT UUID(), UUID_SHORT()",
+		"SELECT SYS_GUID()",
+		"SELECT RANDOM_BYTES(16)",
+		// the connection and the user
+		"SELECT CONNECTION_ID()",
+		"SELECT CURRENT_USER",
+		"SELECT current_user()",
+		"SELECT * FROM grants WHERE who = USER()",
+		"SELECT SESSION_USER(), SYSTEM_USER()",
+		"SELECT CURRENT_ROLE()",
+		"SELECT LAST_INSERT_ID()",
+		"SELECT ROW_COUNT()",
+		"SELECT FOUND_ROWS()",
+		// waits and locks
+		"SELECT SLEEP(1)",
+		"SELECT BENCHMARK(1000, MD5('a'))",
+		"SELECT GET_LOCK('a', 1)",
+		"SELECT RELEASE_LOCK('a')",
+		"SELECT RELEASE_ALL_LOCKS()",
+		"SELECT IS_FREE_LOCK('a'), IS_USED_LOCK('a')",
+		"SELECT MASTER_POS_WAIT('bin.000001', 4)",
+		"SELECT MASTER_GTID_WAIT('0-1-1', 1)",
+		"SELECT * FROM t WHERE id = 1 FOR UPDATE",
+		"SELECT * FROM t FOR SHARE",
+		"SELECT * FROM t LOCK IN SHARE MODE",
+		"LOCK TABLES t READ",
+		// sequences
+		"SELECT NEXTVAL(s)",
+		"SELECT LASTVAL(s)",
+		"SELECT SETVAL(s, 10)",
+		"SELECT NEXT VALUE FOR s",
+		"SELECT PREVIOUS VALUE FOR s",
+		// variables, read or assigned
+		"SELECT * FROM t WHERE id = @id",
+		"SELECT @`a b`",
+		"SELECT @@sql_mode",
+		"SELECT @@session.time_zone, @@global.read_only",
+		"SET @x = 1",
+		"SELECT a INTO @x FROM t",
+		"SELECT * FROM t INTO OUTFILE '/tmp/t.csv'",
+		// functions the classifier does not know, which may read anything
+		"SELECT price_of(id) FROM items",
+		"SELECT shop.price_of(id) FROM items",
+		"SELECT db.now() FROM t",
+		"SELECT shop.sum(a) FROM t",
+		"SELECT `now`()",
+		// statements whose output is not a function of the data
+		"SHOW STATUS",
+		"SHOW WARNINGS",
+		"HANDLER t READ NEXT",
+		"KILL 5",
+		"EXPLAIN ANALYZE SELECT * FROM t",
+		"ANALYZE SELECT * FROM t",
+		// executable comments are code; every statement of a text counts
+		"SELECT /*!50000 NOW() */",
+		"SELECT 1; SELECT NOW()",
+		"SET STATEMENT max_statement_time = 1 FOR SELECT RAND()",
+	}
+	stable := []string{
+		"SELECT c FROM sbtest1 WHERE id = ?",
+		"SELECT COUNT(*), CONCAT(a, b), DATE_FORMAT(d, '%Y') FROM t WHERE id IN (1, 2)",
+		"SELECT DATABASE(), SCHEMA(), VERSION()",
+		"SELECT * FROM information_schema.tables",
+		"SELECT * FROM performance_schema.threads",
+		"SELECT * FROM mysql.user",
+		"SELECT FROM_UNIXTIME(1700000000), DATE_ADD('2024-01-01', INTERVAL 1 DAY)",
+		// names that are columns, strings, comments or quoted
+		"SELECT now, rand, uuid, sleep, user, sysdate FROM t",
+		"SELECT `now`, `current_timestamp`, `CURRENT_USER` FROM t",
+		"SELECT t.current_date, t.localtime FROM t",
+		"SELECT 'NOW()', \"CURRENT_TIMESTAMP\", 'it''s @x'",
+		"SELECT 1 /* NOW() @x */ -- RAND()\n",
+		"# SLEEP(1)\nSELECT 1",
+		"SELECT a AS now FROM t ORDER BY now",
+		"SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2024-01-01 00:00:00'",
+		"WITH RECURSIVE c (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 5) SELECT * FROM c",
+		"UPDATE t SET a = 1 WHERE id = 2",
+		"EXPLAIN SELECT * FROM t",
+		"SET autocommit = 0",
+	}
+	c := New()
+	for _, sql := range volatile {
+		if r := c.Classify([]byte(sql)); !r.Volatile {
+			t.Errorf("%q: not volatile: %s", sql, r)
+		}
+	}
+	for _, sql := range stable {
+		if r := c.Classify([]byte(sql)); r.Volatile {
+			t.Errorf("%q: volatile: %s", sql, r)
 		}
 	}
 }

@@ -12,9 +12,9 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
-// TestCorpus checks every statement of testdata/corpus.sql: its kind and the connection
-// state it uses, and where the TiDB parser parses it, the tables read and written against
-// the parser's syntax tree.
+// TestCorpus checks every statement of testdata/corpus.sql: its kind, whether it is
+// volatile and the connection state it uses, and where the TiDB parser parses it, the
+// tables read and written against the parser's syntax tree.
 func TestCorpus(t *testing.T) {
 	f, err := os.Open("testdata/corpus.sql")
 	if err != nil {
@@ -32,16 +32,20 @@ func TestCorpus(t *testing.T) {
 		}
 		expect, sql, ok := strings.Cut(text, ": ")
 		if !ok {
-			t.Fatalf("corpus.sql:%d: want \"kind [uses=a,b]: statement\"", line)
+			t.Fatalf("corpus.sql:%d: want \"kind [volatile] [uses=a,b]: statement\"", line)
 		}
 		kind, uses, _ := strings.Cut(expect, " uses=")
 		if uses == "" {
 			uses = Uses(0).String()
 		}
+		kind, volatile := strings.CutSuffix(kind, " volatile")
 		statements++
 		r := c.Classify([]byte(sql))
 		if r.Kind.String() != kind {
 			t.Errorf("corpus.sql:%d: %s\n kind %s, want %s (%s)", line, sql, r.Kind, kind, r)
+		}
+		if r.Volatile != volatile {
+			t.Errorf("corpus.sql:%d: %s\n volatile %v, want %v", line, sql, r.Volatile, volatile)
 		}
 		if r.Uses.String() != uses {
 			t.Errorf("corpus.sql:%d: %s\n uses %s, want %s", line, sql, r.Uses, uses)

@@ -24,4 +24,13 @@
 // classifier errs towards a bit set: a user variable passed to CALL counts as assigned, as an
 // OUT parameter may assign it. KILL id and a bare SELECT CONNECTION_ID() are read closely
 // enough (Result.KillID, Result.ConnectionIDOnly) that the proxy can translate or answer them.
+//
+// Result.Volatile tells a result cache that a statement's result is not a function of the
+// tables it reads and the session's tracked variables alone: it reads the clock, a random or
+// unique value, the connection or the user, a variable or a sequence, or it waits or locks.
+// The functions that do are flagged in the keyword table; a function the classifier does not
+// know is volatile too, as a stored function may read anything. Only a word that calls, a
+// name followed by "(", counts, except the reserved words such as CURRENT_TIMESTAMP that
+// need no parentheses, so that a column named now or a name in a string or backquotes
+// does not.
 package classify

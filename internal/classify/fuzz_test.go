@@ -19,6 +19,7 @@ func FuzzClassify(f *testing.F) {
 		"SET @a := 1, SESSION session_track_schema = ON; KILL HARD QUERY 5",
 		"SELECT CONNECTION_ID() AS `a``b`;",
 		"BEGIN NOT ATOMIC SET TRANSACTION READ ONLY, @x = 1; END",
+		"SELECT NOW(), CURRENT_TIMESTAMP, t.current_date, `now`, db.rand(1), @@x FROM t FOR SHARE",
 		"((((", "))))", "/*", "'", "`", "-- ", "#", "@", "@@", "/*!", "*/",
 	} {
 		f.Add([]byte(s))
@@ -43,6 +44,9 @@ func FuzzClassify(f *testing.F) {
 		}
 		if r.KillID != 0 && (r.Uses&UsesKill == 0 || r.MultiStatement) {
 			t.Fatalf("kill of %d but %s", r.KillID, r)
+		}
+		if r.CallsFunction && !r.Volatile || r.Kind == LockingRead && !r.Volatile {
+			t.Fatalf("calls an unknown function or locks but not volatile: %s", r)
 		}
 		if r.ConnectionIDOnly && (r.Uses != UsesConnectionID || r.MultiStatement || r.Kind != Read) {
 			t.Fatalf("connection id only but %s", r)

@@ -131,6 +131,9 @@ const (
 	// function words are written name(args), without a space in the digest, and what is in
 	// their parentheses is arguments.
 	function
+	// volatile words are functions whose result may differ between two runs over the same
+	// data (Result.Volatile): called with "(", or reserved ones also without it.
+	volatile
 )
 
 type keyword struct {
@@ -251,12 +254,28 @@ func init() {
 		"CHECK": kwAdmin,
 		"GRANT": kwGrant, "REVOKE": kwGrant, "OPTIMIZE": kwGrant, "REPAIR": kwGrant,
 	} {
-		i, ok := keywords[w]
-		if !ok {
-			panic("classify: keyword " + w + " is not listed")
-		}
-		keywordList[i].id = id
+		keywordList[listed(w)].id = id
 	}
+	// Functions of the clock, random and unique values, the connection and the user, named
+	// locks and sequences. Volatile functions the list does not hold (USER, SESSION_USER,
+	// SYSTEM_USER, SYS_GUID, RANDOM_BYTES, BENCHMARK, MASTER_POS_WAIT, ...) are unknown
+	// functions, volatile as such; listing them would change the digests that hold them.
+	for _, w := range strings.Fields(`CURDATE CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP
+		CURTIME LOCALTIME LOCALTIMESTAMP NOW SYSDATE UNIX_TIMESTAMP UTC_DATE UTC_TIME
+		UTC_TIMESTAMP RAND UUID UUID_SHORT CONNECTION_ID CURRENT_ROLE CURRENT_USER
+		FOUND_ROWS LAST_INSERT_ID ROW_COUNT SLEEP GET_LOCK IS_FREE_LOCK IS_USED_LOCK
+		RELEASE_ALL_LOCKS RELEASE_LOCK LASTVAL NEXTVAL SETVAL`) {
+		keywordList[listed(w)].flags |= volatile
+	}
+}
+
+// listed returns the index in keywordList of a keyword the lists above hold.
+func listed(w string) uint16 {
+	i, ok := keywords[w]
+	if !ok {
+		panic("classify: keyword " + w + " is not listed")
+	}
+	return i
 }
 
 func add(w string, flags kwFlags) {
