@@ -80,6 +80,8 @@ type Conn struct {
 	peekFn  func(fd uintptr) bool
 	peekErr error
 	peekBuf [1]byte
+	// capture, when set, keeps a copy of what is written (SetCapture).
+	capture *Capture
 }
 
 // NewConn wraps c. Sockets get their reads and writes through rawConn.
@@ -178,6 +180,9 @@ func (c *Conn) skip(n int) { c.rpos += n }
 func (c *Conn) write(p []byte) error {
 	if c.werr != nil {
 		return c.werr
+	}
+	if c.capture != nil {
+		c.capture.add(p)
 	}
 	for len(p) > len(c.wbuf)-c.wn {
 		if c.wn == 0 {

@@ -71,6 +71,8 @@ type Response struct {
 	// backend numbered it; Params and Columns are its counts.
 	StmtID          uint32
 	Params, Columns uint16
+	// Warnings sums the warning counts of the response's OK and EOF packets.
+	Warnings int
 	// Results counts the results (OK packets and result sets) relayed.
 	Results int
 	// Rows counts the row packets relayed.
@@ -232,12 +234,14 @@ func (x *Relay) record(p []byte, first byte, res *Response) error {
 			return err
 		}
 		res.Status, res.HasStatus = st, true
+		res.Warnings += int(binary.LittleEndian.Uint16(p[1:]))
 		res.StateChanged = res.StateChanged || st&mysql.SERVER_SESSION_STATE_CHANGED != 0
 	default:
 		if err := ParseOK(p, x.Capabilities, &res.ok); err != nil {
 			return err
 		}
 		res.Status, res.HasStatus = res.ok.Status, true
+		res.Warnings += int(res.ok.Warnings)
 		if res.ok.LastInsertID != 0 {
 			res.LastInsertID = res.ok.LastInsertID
 		}
