@@ -38,6 +38,87 @@ type Config struct {
 	Monitor   Monitor   `mapstructure:"monitor"`
 	Routing   Routing   `mapstructure:"routing"`
 	Replicas  Replicas  `mapstructure:"replicas"`
+	Cache     Cache     `mapstructure:"cache"`
+	// Rules are the query rules, matched in order: for each action, the first matching
+	// rule that sets it decides it. They can be set only in the file. Default none.
+	Rules []Rule `mapstructure:"rules"`
+}
+
+// Cache modes.
+const (
+	CacheOff   = "off"
+	CacheRules = "rules"
+	CacheAuto  = "auto"
+)
+
+// Cache replacement policies.
+const (
+	ReplacementCostAware = "cost_aware"
+	ReplacementLRU       = "lru"
+)
+
+// Cache configures the result cache. MaxBytes, MaxEntryBytes and Wait are applied on
+// reload; the rest needs a restart.
+type Cache struct {
+	// Mode is off (default), rules (cache only the statements a rule's cache action asks
+	// for) or auto (also the request types whose measured cost, reuse and invalidation
+	// make caching worth it). With off, the rules' cache actions are ignored.
+	Mode string `mapstructure:"mode"`
+	// MaxBytes bounds every byte the cache holds, keys and bookkeeping included. Default
+	// 256MiB.
+	MaxBytes ByteSize `mapstructure:"max_bytes"`
+	// MaxEntryBytes: a larger result is not cached. Default 1MiB.
+	MaxEntryBytes ByteSize `mapstructure:"max_entry_bytes"`
+	// Replacement is cost_aware (default: GreedyDual-Size-Frequency, by each type's
+	// measured database cost) or lru.
+	Replacement string `mapstructure:"replacement"`
+	// Consistency is strong (default: a hit obeys the read's consistency: no write to the
+	// entry's tables committed, by any writer, after the entry was filled and before the
+	// read arrived) or eventual (a hit may miss writes the binlog follower has not yet
+	// seen).
+	Consistency string `mapstructure:"consistency"`
+	// Wait is how long a miss waits for a concurrent fill of the same statement before
+	// running its own. Default 50ms; 0: no wait.
+	Wait time.Duration `mapstructure:"wait"`
+}
+
+// Rule is one query rule: a match and at least one action. A rule with deny has no other
+// action.
+type Rule struct {
+	// Name names the rule in errors, warnings, metrics and the admin API. Required, unique.
+	Name string `mapstructure:"name"`
+	// Match is what the statement must be; every condition given must hold, and an empty
+	// match matches every statement.
+	Match RuleMatch `mapstructure:"match"`
+	// Cache is on, off, or a duration: cache with that time-to-live (rules.ParseCache).
+	// Empty: unset.
+	Cache string `mapstructure:"cache"`
+	// Route is primary or replica (rules.ParseRoute). Empty: unset.
+	Route string `mapstructure:"route"`
+	// Consistency is strong, session or eventual, as routing.consistency. Empty: unset.
+	Consistency string `mapstructure:"consistency"`
+	// Deny refuses the statement with an error that carries this message and names the
+	// rule. Empty: unset.
+	Deny string `mapstructure:"deny"`
+	// MaxConcurrent bounds the matching units that run at once through this proxy; past it
+	// a unit waits, within admission.queue_timeout. 0: unset.
+	MaxConcurrent int `mapstructure:"max_concurrent"`
+}
+
+// RuleMatch is a rule's conditions.
+type RuleMatch struct {
+	// Type is the request type: the /* gk:type=NAME */ tag, or the type's name.
+	Type string `mapstructure:"type"`
+	// Digest is an RE2 regular expression that must match somewhere in the normalized
+	// digest (literals as ?, keywords in upper case).
+	Digest string `mapstructure:"digest"`
+	// Table is a table the statement reads or writes: schema.table, or table in any
+	// schema; letter case is ignored.
+	Table string `mapstructure:"table"`
+	// User is the login user, exactly.
+	User string `mapstructure:"user"`
+	// Schema is the current schema, in any letter case.
+	Schema string `mapstructure:"schema"`
 }
 
 // Routing configures where reads go in pooled mode.
@@ -543,5 +624,10 @@ func Default() Config {
 			StrongRule: "per_table",
 		},
 		Replicas: Replicas{PollInterval: 5 * time.Millisecond, ClosureInterval: 10 * time.Second},
+		Cache: Cache{
+			Mode: CacheOff, MaxBytes: 256 << 20, MaxEntryBytes: 1 << 20,
+			Replacement: ReplacementCostAware, Consistency: "strong", Wait: 50 * time.Millisecond,
+		},
+		Rules: []Rule{},
 	}
 }

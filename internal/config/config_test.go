@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -219,6 +220,76 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"line 3: pools.max_idle: must be between 0 and pools.max_open (4)", "pools.wait_timeout"},
 		},
 		{
+			name: "cache values",
+			yaml: "cache:\n  mode: always\n  replacement: lfu\n  consistency: session\n  wait: -1ms\n",
+			want: []string{`line 2: cache.mode: "always" is not one of off, rules, auto`,
+				`line 3: cache.replacement: "lfu" is not one of cost_aware, lru`,
+				`line 4: cache.consistency: "session" is not one of strong, eventual`,
+				"line 5: cache.wait: must be between 0"},
+		},
+		{
+			name: "cache bounds",
+			yaml: "cache:\n  mode: rules\n  max_bytes: 0\n",
+			want: []string{"line 3: cache.max_bytes: must be positive with cache.mode rules",
+				"cache.max_entry_bytes: must be positive and at most cache.max_bytes (0B)"},
+		},
+		{
+			name: "cache entry over the whole",
+			yaml: "cache:\n  mode: auto\n  max_bytes: 1MiB\n  max_entry_bytes: 2MiB\n",
+			want: []string{"line 4: cache.max_entry_bytes: must be positive and at most cache.max_bytes (1MiB)"},
+		},
+		{
+			name: "cache size",
+			yaml: "cache:\n  max_bytes: lots\n",
+			want: []string{"line 2: cache.max_bytes: invalid size"},
+		},
+		{
+			name: "rules each wrong",
+			yaml: `rules:
+  - match: {table: t}
+    cache: on
+  - name: a
+    match: {user: u}
+  - name: b
+    deny: no
+    route: primary
+  - name: c
+    match:
+      digest: "(SELECT"
+      table: "a.b.c"
+    cache: sometimes
+    route: anywhere
+    consistency: linear
+    max_concurrent: -1
+`,
+			want: []string{
+				"line 2: rules[0].name: is required",
+				"line 4: rules[1]: sets no action",
+				"line 7: rules[2].deny: goes alone",
+				"line 11: rules[3].match.digest: is not an RE2 regular expression",
+				`line 12: rules[3].match.table: "a.b.c" is neither schema.table nor table`,
+				`line 13: rules[3].cache: "sometimes" is neither on, off nor a positive duration`,
+				`line 14: rules[3].route: "anywhere" is not one of primary, replica`,
+				`line 15: rules[3].consistency: "linear" is not one of strong, session, eventual`,
+				"line 16: rules[3].max_concurrent: must be at least 1",
+			},
+		},
+		{
+			name: "rule names unique",
+			yaml: "rules:\n  - name: a\n    cache: on\n  - name: a\n    cache: off\n",
+			want: []string{`line 4: rules[1].name: "a" is also the name of rules[0]; names must be unique`},
+		},
+		{
+			name: "unknown keys inside rules, every one",
+			yaml: "rules:\n  - name: a\n    match: {tabel: t}\n    cache: on\n  - name: b\n    cach: off\n",
+			want: []string{"line 3: rules[0].match: has invalid keys: tabel", "line 5: rules[1]: has invalid keys: cach"},
+		},
+		{
+			name: "rules from the environment",
+			env:  map[string]string{"GATEKEEPER_RULES": "a,b"},
+			want: []string{"rules: a list of sections is set only in the configuration file, not in GATEKEEPER_RULES"},
+		},
+		{
 			name: "yaml syntax",
 			yaml: "listen: [\n",
 			want: []string{"yaml"},
@@ -325,5 +396,68 @@ func TestLastCall(t *testing.T) {
 		if got := c.Admission.LastCallFor(); got != tt.want {
 			t.Errorf("%q (env %q): last call %s, want %s", tt.yaml, tt.env, got, tt.want)
 		}
+	}
+}
+
+// TestCacheAndRules: the cache keys come from the file and the environment alike, on and
+// off read as words (not YAML 1.1 booleans), and the rules decode in order.
+func TestCacheAndRules(t *testing.T) {
+	path := writeFile(t, `
+mode: pooled
+monitor: {user: mon, password: mon}
+auth: {from_backend: true}
+cache:
+  mode: off
+  max_entry_bytes: 64KiB
+  wait: 10ms
+rules:
+  - name: no-batch
+    match: {user: batch}
+    deny: "batch jobs run at night"
+  - name: reports
+    match:
+      type: best_sellers
+      digest: '^SELECT .* FROM orders'
+      table: shop.orders
+      schema: shop
+    cache: on
+    route: replica
+    consistency: session
+    max_concurrent: 4
+  - name: ttl
+    match: {}
+    cache: 30s
+  - name: never
+    match: {table: audit}
+    cache: off
+`)
+	c, err := Load(Sources{File: path})
+	if err != nil || c.Cache.Mode != CacheOff {
+		t.Fatalf("cache.mode off: %q, %v", c.Cache.Mode, err)
+	}
+	t.Setenv("GATEKEEPER_CACHE_MODE", "rules")
+	t.Setenv("GATEKEEPER_CACHE_MAX_BYTES", "64MiB")
+	c, err = Load(Sources{File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Cache{Mode: CacheRules, MaxBytes: 64 << 20, MaxEntryBytes: 64 << 10, Replacement: ReplacementCostAware,
+		Consistency: "strong", Wait: 10 * time.Millisecond}
+	if c.Cache != want {
+		t.Errorf("cache = %+v, want %+v", c.Cache, want)
+	}
+	t.Setenv("GATEKEEPER_MODE", "passthrough")
+	if _, err = Load(Sources{File: path}); err == nil || !strings.Contains(err.Error(), "needs mode: pooled") {
+		t.Errorf("the cache in passthrough: %v, want an error that asks for pooled mode", err)
+	}
+	rules := []Rule{
+		{Name: "no-batch", Match: RuleMatch{User: "batch"}, Deny: "batch jobs run at night"},
+		{Name: "reports", Match: RuleMatch{Type: "best_sellers", Digest: "^SELECT .* FROM orders", Table: "shop.orders", Schema: "shop"},
+			Cache: "on", Route: "replica", Consistency: "session", MaxConcurrent: 4},
+		{Name: "ttl", Cache: "30s"},
+		{Name: "never", Match: RuleMatch{Table: "audit"}, Cache: "off"},
+	}
+	if !reflect.DeepEqual(c.Rules, rules) {
+		t.Errorf("rules = %+v\nwant %+v", c.Rules, rules)
 	}
 }

@@ -116,8 +116,14 @@ func Load(src Sources) (Config, error) {
 	decoded := true
 	for _, f := range fs {
 		dst := out.FieldByIndex(f.index)
-		if err := decodeValue(v.Get(f.key), dst); err != nil {
-			errs = append(errs, keyError(f.key, lines, err))
+		raw := v.Get(f.key)
+		if _, ok := raw.(string); ok && isSectionList(f.typ) {
+			errs = append(errs, fmt.Errorf("%s: a list of sections is set only in the configuration file, not in %s or a flag", f.key, EnvName(f.key)))
+			decoded = false
+			continue
+		}
+		if err := decodeValue(raw, dst); err != nil {
+			errs = append(errs, keyErrors(f.key, lines, err)...)
 			decoded = false
 		}
 	}
@@ -130,6 +136,12 @@ func Load(src Sources) (Config, error) {
 		return Config{}, withFile(src.File, err)
 	}
 	return cfg, nil
+}
+
+// isSectionList tells whether t is a list of sections (admission.policers, rules), which
+// only the file can write.
+func isSectionList(t reflect.Type) bool {
+	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct
 }
 
 func withFile(file string, err error) error {
@@ -146,6 +158,24 @@ func keyError(key string, lines map[string]int, err error) error {
 	return fmt.Errorf("%s: %w", key, err)
 }
 
+// keyErrors names key, or the place inside its value, in each error of a decode.
+func keyErrors(key string, lines map[string]int, err error) []error {
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) {
+		return []error{keyError(key, lines, err)}
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		var fe *fieldError
+		if errors.As(e, &fe) {
+			out = append(out, keyError(key+fe.path, lines, fe.err))
+		} else {
+			out = append(out, keyError(key, lines, e))
+		}
+	}
+	return out
+}
+
 // annotateLines adds file lines to validation errors that name a key set in the file.
 func annotateLines(err error, lines map[string]int) error {
 	var joined interface{ Unwrap() []error }
@@ -156,13 +186,26 @@ func annotateLines(err error, lines map[string]int) error {
 	for _, e := range joined.Unwrap() {
 		var ke *KeyError
 		if errors.As(e, &ke) {
-			if line, ok := lines[ke.Key]; ok {
+			if line, ok := lineOf(lines, ke.Key); ok {
 				e = fmt.Errorf("line %d: %w", line, e)
 			}
 		}
 		out = append(out, e)
 	}
 	return errors.Join(out...)
+}
+
+// lineOf returns the line of key; for a key inside a list entry that the file leaves out
+// (a missing rules[0].name), the line of the entry.
+func lineOf(lines map[string]int, key string) (int, bool) {
+	if line, ok := lines[key]; ok {
+		return line, true
+	}
+	if i := strings.LastIndexByte(key, ']'); i >= 0 {
+		line, ok := lines[key[:i+1]]
+		return line, ok
+	}
+	return 0, false
 }
 
 // checkKeys walks the YAML document and refuses keys that are not settings, with the line
@@ -203,6 +246,7 @@ func checkKeys(data []byte, fs []field) (map[string]int, error) {
 			lines[key] = k.Line
 			switch {
 			case known[key]:
+				entryLines(lines, key, val)
 			case groups[key]:
 				walk(val, key+".")
 			default:
@@ -216,6 +260,31 @@ func checkKeys(data []byte, fs []field) (map[string]int, error) {
 	}
 	walk(doc.Content[0], "")
 	return lines, errors.Join(errs...)
+}
+
+// entryLines records the line of each entry of a list of sections and of the keys in it, as
+// key[i] and key[i].sub.key, for the errors that name them.
+func entryLines(lines map[string]int, key string, n *yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		return
+	}
+	for i, item := range n.Content {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		lines[k] = item.Line
+		fieldLines(lines, k, item)
+	}
+}
+
+// fieldLines records the line of each key under prefix in the mapping n.
+func fieldLines(lines map[string]int, prefix string, n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := prefix + "." + n.Content[i].Value
+		lines[k] = n.Content[i].Line
+		fieldLines(lines, k, n.Content[i+1])
+	}
 }
 
 // nearest returns the known key closest to key by edit distance, if close enough.
@@ -302,13 +371,48 @@ func decodeValue(raw any, dst reflect.Value) error {
 		return err
 	}
 	if err := dec.Decode(raw); err != nil {
-		var de *mapstructure.DecodeError
-		if errors.As(err, &de) {
-			return de.Unwrap()
-		}
-		return err
+		return decodeErrors(err)
 	}
 	return nil
+}
+
+// fieldError is a bad value inside a key's value, at path: [1] (an item of a list) or
+// [1].match (a key of an entry of a list of sections).
+type fieldError struct {
+	path string
+	err  error
+}
+
+func (e *fieldError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
+// decodeErrors returns every error of a decode, each with where in the value it is.
+func decodeErrors(err error) error {
+	var out []error
+	var walk func(e error)
+	walk = func(e error) {
+		var de *mapstructure.DecodeError
+		switch x := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				walk(e)
+			}
+		case *mapstructure.DecodeError:
+			if x.Name() == "" {
+				out = append(out, x.Unwrap())
+			} else {
+				out = append(out, &fieldError{path: x.Name(), err: x.Unwrap()})
+			}
+		default:
+			if errors.As(e, &de) { // "decoding failed due to the following error(s)"
+				walk(errors.Unwrap(e))
+			} else {
+				out = append(out, e)
+			}
+		}
+	}
+	walk(err)
+	return errors.Join(out...)
 }
 
 // parseDuration accepts a Go duration string ("500ms", "5s", "1h30m"), or 0. A bare number

@@ -9,12 +9,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
+	"github.com/gatekeeperdb/gatekeeper/internal/rules"
 )
 
 // KeyError is a bad value for one key.
@@ -261,6 +263,8 @@ func (c *Config) Validate() error {
 		bad("admission.reserve.quick_wait_target", "must be 0 (lane not paced) or positive, such as 10ms, and needs admission.reserve.floor")
 	}
 	c.validateRouting(bad, oneOf)
+	c.validateCache(bad, oneOf)
+	c.validateRules(bad, oneOf)
 	if c.Monitor.Interval < 100*time.Millisecond {
 		bad("monitor.interval", "must be at least 100ms, such as 1s")
 	}
@@ -367,5 +371,86 @@ func (c *Config) validateRouting(bad func(key, format string, args ...any), oneO
 	}
 	if c.Routes() && c.Monitor.User == "" {
 		bad("routing.enabled", "routing reads to replicas needs monitor.user (and monitor.password): the account that reads replication positions")
+	}
+}
+
+// validateCache checks the cache keys.
+func (c *Config) validateCache(bad func(key, format string, args ...any), oneOf func(key, value string, allowed ...string)) {
+	k := c.Cache
+	oneOf("cache.mode", k.Mode, CacheOff, CacheRules, CacheAuto)
+	oneOf("cache.replacement", k.Replacement, ReplacementCostAware, ReplacementLRU)
+	oneOf("cache.consistency", k.Consistency, "strong", "eventual")
+	if k.MaxBytes < 0 || (k.Mode != CacheOff && k.MaxBytes == 0) {
+		bad("cache.max_bytes", "must be positive with cache.mode %s, such as 256MiB", k.Mode)
+	}
+	if k.MaxEntryBytes < 0 || (k.Mode != CacheOff && (k.MaxEntryBytes == 0 || k.MaxEntryBytes > k.MaxBytes)) {
+		bad("cache.max_entry_bytes", "must be positive and at most cache.max_bytes (%s), such as 1MiB", k.MaxBytes)
+	}
+	if k.Wait < 0 || k.Wait > time.Minute {
+		bad("cache.wait", "must be between 0 (a miss never waits for another's fill) and 1m, such as 50ms")
+	}
+	if k.Mode == CacheOff {
+		return
+	}
+	switch {
+	case c.Mode != ModePooled:
+		bad("cache.mode", "%s needs mode: pooled: the cache keys results by the session state that pooled mode tracks", k.Mode)
+	case c.Monitor.User == "":
+		bad("cache.mode", "%s needs monitor.user (and monitor.password), granted REPLICATION SLAVE: the cache learns every write from the primary's binary log", k.Mode)
+	case c.Routing.StrongRule != "per_table":
+		bad("cache.mode", "%s needs routing.strong_rule per_table: a hit is checked against the writes to its tables that the binary log shows", k.Mode)
+	}
+}
+
+// validateRules checks each query rule and that their names are unique.
+func (c *Config) validateRules(bad func(key, format string, args ...any), oneOf func(key, value string, allowed ...string)) {
+	names := map[string]int{}
+	for i, r := range c.Rules {
+		key := fmt.Sprintf("rules[%d]", i)
+		if j, dup := names[r.Name]; dup && r.Name != "" {
+			bad(key+".name", "%q is also the name of rules[%d]; names must be unique", r.Name, j)
+		} else {
+			names[r.Name] = i
+		}
+		validateRule(key, r, bad, oneOf)
+	}
+}
+
+// validateRule checks one query rule on its own.
+func validateRule(key string, r Rule, bad func(key, format string, args ...any), oneOf func(key, value string, allowed ...string)) {
+	if r.Name == "" {
+		bad(key+".name", "is required: it names the rule in errors, metrics and the admin API")
+	}
+	validateMatch(key+".match", r.Match, bad)
+	others := r.Cache != "" || r.Route != "" || r.Consistency != "" || r.MaxConcurrent != 0
+	switch {
+	case r.Deny != "" && others:
+		bad(key+".deny", "goes alone: a refused statement has nothing else applied; move the other actions to a rule of their own")
+	case r.Deny == "" && !others:
+		bad(key, "sets no action: give it cache, route, consistency, deny or max_concurrent")
+	}
+	if _, _, err := rules.ParseCache(r.Cache); err != nil {
+		bad(key+".cache", "%v", err)
+	}
+	if _, err := rules.ParseRoute(r.Route); err != nil {
+		bad(key+".route", "%v", err)
+	}
+	if r.Consistency != "" {
+		oneOf(key+".consistency", r.Consistency, "strong", "session", "eventual")
+	}
+	if r.MaxConcurrent < 0 {
+		bad(key+".max_concurrent", "must be at least 1 (or 0, unset), such as 4")
+	}
+}
+
+// validateMatch checks a rule's conditions.
+func validateMatch(key string, m RuleMatch, bad func(key, format string, args ...any)) {
+	if m.Digest != "" {
+		if _, err := regexp.Compile(m.Digest); err != nil {
+			bad(key+".digest", "is not an RE2 regular expression: %v", err)
+		}
+	}
+	if _, _, err := rules.ParseTable(m.Table); err != nil {
+		bad(key+".table", "%v", err)
 	}
 }

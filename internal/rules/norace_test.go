@@ -1,0 +1,6 @@
+//go:build !race
+
+package rules
+
+// raceEnabled tells that the race detector is on.
+const raceEnabled = false
