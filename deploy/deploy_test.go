@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,10 +172,48 @@ func TestDashboardSchema(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"Overview", "Admission", "Request types", "Backends", "Proxy process"} {
+	for _, want := range []string{"Overview", "Admission", "Request types", "Backends", "Result cache", "Proxy process"} {
 		if !slices.Contains(rows, want) {
 			t.Errorf("no row %q (rows: %v)", want, rows)
 		}
+	}
+}
+
+// TestDashboardQueriesParse checks that every query of the dashboard is PromQL that
+// Prometheus accepts, with Grafana's variables as a query would have them: promtool checks
+// them as the expressions of recording rules. The integration suite evaluates them on a real
+// Prometheus; this fails first, and without one.
+func TestDashboardQueriesParse(t *testing.T) {
+	vars := strings.NewReplacer("$__rate_interval", "1m", "$instance", ".*")
+	type rule struct {
+		Record string `yaml:"record"`
+		Expr   string `yaml:"expr"`
+	}
+	type group struct {
+		Name  string `yaml:"name"`
+		Rules []rule `yaml:"rules"`
+	}
+	var rules []rule
+	var names strings.Builder // which query each rule is, for a failure
+	for i, q := range readDashboard(t).Queries() {
+		r := rule{Record: fmt.Sprintf("dashboard:query_%d", i), Expr: vars.Replace(q.Expr)}
+		rules = append(rules, r)
+		fmt.Fprintf(&names, "%s: panel %q %s\n", r.Record, q.Panel, q.RefID)
+	}
+	b, err := yaml.Marshal(map[string][]group{"groups": {{Name: "dashboard", Rules: rules}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "dashboard.yml")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(promtool(t), "check", "rules", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules on the dashboard's queries: %v\n%s\n%s", err, out, names.String())
+	}
+	if want := fmt.Sprintf("SUCCESS: %d rules found", len(rules)); !strings.Contains(string(out), want) {
+		t.Errorf("promtool check rules: want %q in\n%s", want, out)
 	}
 }
 

@@ -28,8 +28,9 @@ import (
 var offInTest = map[string]string{}
 
 // TestPrometheusEvaluatesDashboardAndAlerts runs two gatekeeper processes (passthrough and
-// pooled, admission on, with a policer and the monitor) under a load that makes every
-// counter move, scraped by a real Prometheus server that loads deploy/prometheus/alerts.yml.
+// pooled, admission on, with a policer and the monitor; pooled with the result cache in mode
+// rules) under a load that makes every counter move, scraped by a real Prometheus server
+// that loads deploy/prometheus/alerts.yml.
 // Every query of the dashboard, and every selector of every alert rule, must return data
 // through Prometheus's HTTP API, every whole rule expression must evaluate, and every rule
 // must be loaded and healthy.
@@ -61,6 +62,8 @@ pools:
   max_open: 4
   max_idle: 2
   wait_timeout: 2s
+cache:
+  mode: rules # no rule asks for a result: the cache's series exist, and the load runs as without it
 `)
 
 	promAddr := freeAddr(t)

@@ -100,6 +100,13 @@ func (r *reloader) reload() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// The rules are compiled before anything changes: a set that does not compile refuses
+	// the reload whole.
+	ruleSet, warnings, err := wiring.Rules(r.srv.Rules(), next.Rules)
+	if err != nil {
+		r.log.Error("configuration reload refused; the running configuration stays", "err", err)
+		return err
+	}
 	// Admission first: if it refuses the new settings nothing has changed yet; if the
 	// estimator then refuses its own, admission goes back to the running settings. Either
 	// way the running configuration stays whole, as the log line says.
@@ -119,16 +126,25 @@ func (r *reloader) reload() error {
 		return err
 	}
 	r.srv.SetBackendCPUs(next.Estimator.BackendCPUs)
+	r.srv.SetRules(ruleSet)
+	for _, w := range warnings {
+		r.log.Warn("query rule", "warning", w.String())
+	}
+	r.srv.ReconfigureCache(next.Cache)
 	if r.accounts != nil {
 		r.accounts.file = next.Auth.UsersFile
 		if err := r.accounts.reload(); err != nil {
 			r.log.Error("cannot read the users file again; the accounts stay as they were", "err", err)
 		}
 	}
-	// What a reload cannot apply: every section but admission and estimator averaging.
+	// What a reload cannot apply: every section but admission, estimator averaging, the
+	// rules and the cache's bounds.
 	cur, nxt := r.cur, next
 	cur.Admission, nxt.Admission = config.Admission{}, config.Admission{}
 	cur.Auth.UsersFile, nxt.Auth.UsersFile = "", ""
+	cur.Rules, nxt.Rules = nil, nil
+	cur.Cache.MaxBytes, cur.Cache.MaxEntryBytes, cur.Cache.Wait = 0, 0, 0
+	nxt.Cache.MaxBytes, nxt.Cache.MaxEntryBytes, nxt.Cache.Wait = 0, 0, 0
 	cur.Estimator.Weight, cur.Estimator.Window, cur.Estimator.DefaultCost, cur.Estimator.BackendCPUs = 0, 0, 0, 0
 	nxt.Estimator.Weight, nxt.Estimator.Window, nxt.Estimator.DefaultCost, nxt.Estimator.BackendCPUs = 0, 0, 0, 0
 	var restart []string

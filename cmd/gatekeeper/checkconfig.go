@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/binlog"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/wiring"
 )
 
 func newCheckConfigCommand() *cobra.Command {
@@ -31,6 +32,7 @@ func newCheckConfigCommand() *cobra.Command {
 			if _, err := fmt.Fprintf(out, "%s: configuration is valid\n", args[0]); err != nil {
 				return err
 			}
+			checkRules(cfg, out)
 			checkBinlogGrant(cmd.Context(), cfg, out)
 			return nil
 		},
@@ -40,10 +42,23 @@ func newCheckConfigCommand() *cobra.Command {
 // grantTimeout bounds check-config's look at the primary.
 const grantTimeout = 3 * time.Second
 
+// checkRules reports the query rules that can never decide some or all of what they set.
+func checkRules(cfg config.Config, out io.Writer) {
+	_, warnings, err := wiring.Rules(nil, cfg.Rules)
+	if err != nil {
+		fmt.Fprintf(out, "warning: %v\n", err) // validated already: not expected
+		return
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(out, "warning: %s\n", w.String())
+	}
+}
+
 // checkBinlogGrant says whether monitor.user may follow the primary's binary log, which
-// strong reads under routing.strong_rule per_table need.
+// strong reads under routing.strong_rule per_table and the result cache need.
 func checkBinlogGrant(ctx context.Context, cfg config.Config, out io.Writer) {
-	if !cfg.Routes() || cfg.Routing.StrongRule != "per_table" {
+	caching := cfg.Mode == config.ModePooled && cfg.Cache.Mode != config.CacheOff
+	if !(cfg.Routes() || caching) || cfg.Routing.StrongRule != "per_table" {
 		return
 	}
 	if ctx == nil {
@@ -58,7 +73,7 @@ func checkBinlogGrant(ctx context.Context, cfg config.Config, out io.Writer) {
 			cfg.Monitor.User, cfg.Backends.Primary, err)
 	case !ok:
 		fmt.Fprintf(out, "warning: monitor.user %q lacks REPLICATION SLAVE on the primary %s: run GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO it; "+
-			"until then strong reads count only the writes this proxy acknowledged (as routing.strong_rule proxy_local) and may miss writes that bypass it\n",
+			"until then strong reads count only the writes this proxy acknowledged (as routing.strong_rule proxy_local) and may miss writes that bypass it, and the result cache serves no hit\n",
 			cfg.Monitor.User, cfg.Backends.Primary)
 	default:
 		fmt.Fprintf(out, "monitor.user %q may read the binary log of the primary %s: strong reads count every writer (routing.strong_rule per_table)\n",

@@ -57,7 +57,8 @@ func (r *recordingRegisterer) MustRegister(cs ...prometheus.Collector) {
 }
 
 // metricsConfigs are configurations that together turn every metric on: passthrough with
-// admission, policers, the reserve, accounts from the backend and the monitor; and pooled.
+// admission, policers, the reserve, accounts from the backend and the monitor; and pooled,
+// with replicas and the result cache.
 func metricsConfigs(t *testing.T) map[string]config.Config {
 	t.Helper()
 	pass := config.Default()
@@ -72,6 +73,7 @@ func metricsConfigs(t *testing.T) map[string]config.Config {
 	pooled := pass
 	pooled.Mode = config.ModePooled
 	pooled.Backends.Replicas = []string{"127.0.0.1:1"} // reads are routed
+	pooled.Cache.Mode = config.CacheAuto
 	cfgs := map[string]config.Config{"passthrough": pass, "pooled": pooled}
 	for name, c := range cfgs {
 		if err := c.Validate(); err != nil {

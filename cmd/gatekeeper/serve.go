@@ -238,11 +238,13 @@ func startMonitor(bg *background, cfg config.Config, srv *proxy.Server, reg prom
 // startRouting runs the replicas' monitors, and the binlog follower, when reads are routed.
 func startRouting(bg *background, cfg config.Config, srv *proxy.Server, log *slog.Logger) {
 	policy := srv.Routing()
-	if policy == nil {
+	if !cfg.Routes() {
 		if len(cfg.Backends.Replicas) > 0 {
 			log.Warn("backends.replicas are not used: reads go to replicas in pooled mode with routing.enabled",
 				"mode", cfg.Mode, "routing_enabled", cfg.Routing.Enabled)
 		}
+	}
+	if policy == nil {
 		return
 	}
 	bg.add(func(ctx context.Context) {
@@ -250,6 +252,9 @@ func startRouting(bg *background, cfg config.Config, srv *proxy.Server, log *slo
 			log.Error("replica monitors failed: reads stay on the primary", "err", err)
 		}
 	})
+	if !cfg.Routes() {
+		return // the policy keeps the version map for the result cache
+	}
 	log.Info("reads go to replicas", "replicas", cfg.Backends.Replicas, "consistency", cfg.Routing.Consistency,
 		"strong_rule", cfg.Routing.StrongRule, "balance", cfg.Routing.Balance)
 }
@@ -301,6 +306,8 @@ func startAdmin(cfg config.Config, srv *proxy.Server, costs *estimator.Table, rl
 		Queue:    queueSource{srv: srv, costs: costs, enabled: rl.admissionEnabled},
 		Sessions: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
 		Backends: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
+		Cache:    cacheSource{srv: srv},
+		Rules:    rulesSource{srv: srv},
 		Reload:   rl.reload,
 		Pprof:    cfg.Admin.Pprof,
 	})

@@ -29,7 +29,8 @@ func newTopCommand() *cobra.Command {
 		Long: `top shows what a running proxy has learned: each request type with its rate, estimated
 cost (the mean), percentiles and share of the database's load, and the admission queue;
 in pooled mode the pools and, with replicas, the routing (with the rule strong reads go by
-and the binlog follower they count every writer with) and each replica's standing.
+and the binlog follower they count every writer with) and each replica's standing; with
+cache.mode, the result cache's hit ratio and the database time its hits saved.
 It reads the admin API, so it works against a proxy on another machine (--admin host:port).
 Keys: s share, r rate, m mean, 5 p95, 9 p99, c count, t type; q quits.`,
 		Args: cobra.NoArgs,

@@ -4,6 +4,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -48,8 +49,22 @@ type Backends interface {
 	Backends() BackendsResponse
 }
 
-// Sources are what the handler reports on. Gatherer and Ready are required; without Types
-// or Queue their endpoints answer 404.
+// Cache is the source of GET /api/v1/cache.
+type Cache interface {
+	// Cache returns what the result cache holds and did; ok is false while it is off.
+	Cache() (r CacheResponse, ok bool)
+}
+
+// Rules is the source of GET /api/v1/rules.
+type Rules interface {
+	Rules() RulesResponse
+}
+
+// CacheOff is the reason GET /api/v1/cache gives, with 404, while the result cache is off.
+const CacheOff = "the result cache is off: set cache.mode to rules or auto (mode: pooled) and restart"
+
+// Sources are what the handler reports on. Gatherer and Ready are required; without one of
+// the others its endpoints answer 404.
 type Sources struct {
 	Gatherer prometheus.Gatherer
 	Ready    Checker
@@ -57,6 +72,8 @@ type Sources struct {
 	Queue    Queue
 	Sessions Sessions
 	Backends Backends
+	Cache    Cache
+	Rules    Rules
 	// Reload re-reads the configuration and applies what can change at runtime; without
 	// it /-/reload answers 404.
 	Reload func() error
@@ -74,6 +91,9 @@ type Sources struct {
 //	GET  /api/v1/queue           the admission queue (QueueResponse)
 //	GET  /api/v1/sessions        client sessions, their backend and pins (SessionsResponse)
 //	GET  /api/v1/backends        backends and their pools (BackendsResponse)
+//	GET  /api/v1/cache           the result cache and what it did per type (CacheResponse);
+//	                             404 with CacheOff while it is off
+//	GET  /api/v1/rules           the query rules and their counts (RulesResponse)
 //	POST /-/reload               re-read the configuration (as SIGHUP does)
 //	GET  /debug/pprof/...        Go's profiles, when Pprof is set
 func Handler(src Sources) http.Handler {
@@ -125,12 +145,25 @@ func Handler(src Sources) http.Handler {
 			writeJSON(w, src.Backends.Backends())
 		})
 	}
+	if src.Cache != nil {
+		mux.HandleFunc("GET /api/v1/cache", func(w http.ResponseWriter, r *http.Request) {
+			c, ok := src.Cache.Cache()
+			if !ok {
+				writeError(w, http.StatusNotFound, CacheOff)
+				return
+			}
+			writeJSON(w, c)
+		})
+	}
+	if src.Rules != nil {
+		mux.HandleFunc("GET /api/v1/rules", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, src.Rules.Rules())
+		})
+	}
 	if src.Reload != nil {
 		mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, r *http.Request) {
 			if err := src.Reload(); err != nil {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				_ = json.NewEncoder(w).Encode(map[string]string{"status": "error", "error": err.Error()})
+				writeError(w, http.StatusBadRequest, err.Error())
 				return
 			}
 			writeJSON(w, map[string]string{"status": "reloaded"})
@@ -139,14 +172,25 @@ func Handler(src Sources) http.Handler {
 	return mux
 }
 
+// writeError answers code with the reason as JSON: {"status": "error", "error": reason}.
+func writeError(w http.ResponseWriter, code int, reason string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"status": "error", "error": reason}) // the client went away: nothing to do
+}
+
 // writeJSON answers v as indented JSON, or 500 with the reason when v holds what JSON
-// cannot carry (a NaN), rather than an empty 200.
+// cannot carry (a NaN), rather than an empty 200. Statements and rules keep their < and >
+// as they are, for whoever reads the answer with curl.
 func writeJSON(w http.ResponseWriter, v any) {
-	body, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(body, '\n')) // the client went away: nothing to do
+	_, _ = w.Write(body.Bytes()) // the client went away: nothing to do
 }

@@ -153,3 +153,77 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "goroutine profile:")
 }
+
+type fakeCache struct {
+	on   bool
+	resp CacheResponse
+}
+
+func (f fakeCache) Cache() (CacheResponse, bool) { return f.resp, f.on }
+
+type fakeRules struct{ resp RulesResponse }
+
+func (f fakeRules) Rules() RulesResponse { return f.resp }
+
+func TestCacheEndpoint(t *testing.T) {
+	ready := CheckFunc(func(context.Context) error { return nil })
+	on := fakeCache{on: true, resp: CacheResponse{
+		Mode: "auto", MaxBytes: 256 << 20, Bytes: 4096, Entries: 3, Hits: 30, Misses: 10, HitRatio: 0.75,
+		Fills: 12, Evictions: 2, SavedSeconds: 1.5,
+		Types: []CacheTypeStats{{Type: "00000000000000ab", Sample: "SELECT title FROM book WHERE id = ?", Lookups: 40,
+			Hits: 30, HitRatio: 0.75, Stale: 1, Filled: 12, SavedSeconds: 1.5, Cached: true, Why: "reused"}},
+	}}
+	h := Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: ready, Cache: on})
+	code, body := get(t, h, http.MethodGet, "/api/v1/cache")
+	require.Equal(t, http.StatusOK, code)
+	var got CacheResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	assert.Equal(t, on.resp.Types, got.Types)
+	for _, field := range []string{`"mode": "auto"`, `"max_bytes": 268435456`, `"bytes": 4096`, `"entries": 3`,
+		`"hits": 30`, `"misses": 10`, `"hit_ratio": 0.75`, `"fills": 12`, `"evictions": 2`, `"saved_seconds": 1.5`,
+		`"type": "00000000000000ab"`, `"lookups": 40`, `"stale": 1`, `"filled": 12`, `"cached": true`, `"why": "reused"`} {
+		assert.Contains(t, body, field, "field names are an interface")
+	}
+	code, _ = get(t, h, http.MethodPost, "/api/v1/cache")
+	assert.Equal(t, http.StatusMethodNotAllowed, code)
+
+	// Off: 404 with what to set, as JSON a script can read.
+	h = Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: ready, Cache: fakeCache{}})
+	code, body = get(t, h, http.MethodGet, "/api/v1/cache")
+	require.Equal(t, http.StatusNotFound, code)
+	var refusal map[string]string
+	require.NoError(t, json.Unmarshal([]byte(body), &refusal), body)
+	assert.Equal(t, map[string]string{"status": "error", "error": CacheOff}, refusal)
+	assert.Contains(t, CacheOff, "set cache.mode")
+
+	h = Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: ready})
+	code, _ = get(t, h, http.MethodGet, "/api/v1/cache")
+	assert.Equal(t, http.StatusNotFound, code, "no cache source, no endpoint")
+}
+
+func TestRulesEndpoint(t *testing.T) {
+	ready := CheckFunc(func(context.Context) error { return nil })
+	rules := fakeRules{RulesResponse{Rules: []RuleStats{
+		{Name: "limit", Rule: "type=best_sellers => max_concurrent=3", Matches: 7, MaxConcurrent: 3, Running: 3, Waiting: 2},
+		{Name: "nocache", Rule: "table=orders => cache=off", Matches: 1},
+	}}}
+	h := Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: ready, Rules: rules})
+	code, body := get(t, h, http.MethodGet, "/api/v1/rules")
+	require.Equal(t, http.StatusOK, code)
+	var got RulesResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	assert.Equal(t, rules.resp.Rules, got.Rules)
+	for _, field := range []string{`"name": "limit"`, `"rule": "type=best_sellers => max_concurrent=3"`, `"matches": 7`,
+		`"max_concurrent": 3`, `"running": 3`, `"waiting": 2`, `"max_concurrent": 0`} {
+		assert.Contains(t, body, field, "field names are an interface")
+	}
+
+	// No rules: an empty list, not null.
+	h = Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: ready, Rules: fakeRules{RulesResponse{Rules: []RuleStats{}}}})
+	_, body = get(t, h, http.MethodGet, "/api/v1/rules")
+	assert.Contains(t, body, `"rules": []`)
+
+	h = Handler(Sources{Gatherer: prometheus.NewRegistry(), Ready: ready})
+	code, _ = get(t, h, http.MethodGet, "/api/v1/rules")
+	assert.Equal(t, http.StatusNotFound, code, "no rules source, no endpoint")
+}

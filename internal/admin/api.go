@@ -287,3 +287,73 @@ type Replica struct {
 	Error           string    `json:"error,omitempty"`
 	Checked         time.Time `json:"checked"`
 }
+
+// CacheResponse is the body of GET /api/v1/cache. Counts are since start.
+type CacheResponse struct {
+	Time time.Time `json:"time"`
+	// Mode is cache.mode: rules or auto (off answers 404).
+	Mode string `json:"mode"`
+	// Bytes is what the cache holds, keys and bookkeeping included, and MaxBytes its bound
+	// (cache.max_bytes); Entries the results it holds.
+	MaxBytes int64 `json:"max_bytes"`
+	Bytes    int64 `json:"bytes"`
+	Entries  int   `json:"entries"`
+	// Hits are reads answered from the cache, Misses reads that could have been and were
+	// not; HitRatio is Hits over their sum (0 before the first lookup).
+	Hits     uint64  `json:"hits"`
+	Misses   uint64  `json:"misses"`
+	HitRatio float64 `json:"hit_ratio"`
+	// Fills are results stored, Evictions results pushed out to stay within MaxBytes.
+	Fills     uint64 `json:"fills"`
+	Evictions uint64 `json:"evictions"`
+	// SavedSeconds is the database time the hits saved: each hit's statement's measured
+	// cost, summed.
+	SavedSeconds float64 `json:"saved_seconds"`
+	// Types is what the cache did for each statement type it looked up, by SavedSeconds,
+	// descending.
+	Types []CacheTypeStats `json:"types"`
+}
+
+// CacheTypeStats is what the result cache did for one statement type.
+type CacheTypeStats struct {
+	// Type is the type's key as 16 hexadecimal digits, as in /api/v1/types, and Sample a
+	// statement of it.
+	Type   string `json:"type"`
+	Sample string `json:"sample"`
+	// Lookups are its reads looked up in the cache, Hits those answered from it, and
+	// HitRatio Hits over Lookups (0 before the first).
+	Lookups  uint64  `json:"lookups"`
+	Hits     uint64  `json:"hits"`
+	HitRatio float64 `json:"hit_ratio"`
+	// Stale counts its results found stale (a write to a table they read came after them)
+	// and Filled its results stored.
+	Stale  uint64 `json:"stale"`
+	Filled uint64 `json:"filled"`
+	// SavedSeconds is the database time its hits saved.
+	SavedSeconds float64 `json:"saved_seconds"`
+	// Cached says whether its results are stored now, and Why says why (in cache.mode
+	// auto: on probation, reused, not reused).
+	Cached bool   `json:"cached"`
+	Why    string `json:"why"`
+}
+
+// RulesResponse is the body of GET /api/v1/rules.
+type RulesResponse struct {
+	Time time.Time `json:"time"`
+	// Rules are the query rules in force, in the order they apply.
+	Rules []RuleStats `json:"rules"`
+}
+
+// RuleStats is one query rule with its counts.
+type RuleStats struct {
+	Name string `json:"name"`
+	// Rule is the rule as one line: its match and its actions.
+	Rule string `json:"rule"`
+	// Matches counts the statements it matched since a rule of this name was first loaded.
+	Matches uint64 `json:"matches"`
+	// MaxConcurrent is its max_concurrent action, with the matching statements Running and
+	// Waiting for a slot; all zero without that action.
+	MaxConcurrent int `json:"max_concurrent"`
+	Running       int `json:"running"`
+	Waiting       int `json:"waiting"`
+}

@@ -61,8 +61,8 @@ const (
 // reload; the rest needs a restart.
 type Cache struct {
 	// Mode is off (default), rules (cache only the statements a rule's cache action asks
-	// for) or auto (also the request types whose measured cost, reuse and invalidation
-	// make caching worth it). With off, the rules' cache actions are ignored.
+	// for) or auto (also every other read that may be cached, while its type's results are
+	// reused: docs/cache.md). With off, the rules' cache actions are ignored.
 	Mode string `mapstructure:"mode"`
 	// MaxBytes bounds every byte the cache holds, keys and bookkeeping included. Default
 	// 256MiB.
@@ -77,8 +77,9 @@ type Cache struct {
 	// read arrived) or eventual (a hit may miss writes the binlog follower has not yet
 	// seen).
 	Consistency string `mapstructure:"consistency"`
-	// Wait is how long a miss waits for a concurrent fill of the same statement before
-	// running its own. Default 50ms; 0: no wait.
+	// Wait is how long a lookup waits for what it needs: for a strong hit, the primary's
+	// position and the binlog follower (routing.causal_wait at least); for a miss, a
+	// concurrent fill of the same statement, before running its own. Default 50ms.
 	Wait time.Duration `mapstructure:"wait"`
 }
 
@@ -107,7 +108,7 @@ type Rule struct {
 
 // RuleMatch is a rule's conditions.
 type RuleMatch struct {
-	// Type is the request type: the /* gk:type=NAME */ tag, or the type's name.
+	// Type is the statement's /* gk:type=NAME */ tag.
 	Type string `mapstructure:"type"`
 	// Digest is an RE2 regular expression that must match somewhere in the normalized
 	// digest (literals as ?, keywords in upper case).

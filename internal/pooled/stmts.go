@@ -31,6 +31,12 @@ type Stmt struct {
 	Cursor, LongData bool
 }
 
+// Text returns the statement's text; Params the number of its parameters; Snapshot the
+// session state it was prepared in.
+func (s *Stmt) Text() []byte               { return s.text }
+func (s *Stmt) Params() int                { return int(s.params) }
+func (s *Stmt) Snapshot() backend.Snapshot { return s.snap }
+
 // StmtID returns the statement id of a COM_STMT_* command.
 func StmtID(p []byte) (uint32, bool) {
 	if len(p) < 5 {

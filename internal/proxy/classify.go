@@ -62,6 +62,8 @@ type statement struct {
 	killQuery  bool
 	connIDOnly bool
 	connIDName []byte
+	// volatile: the result may differ over the same data (classify.Result.Volatile).
+	volatile bool
 	routing.Statement
 }
 
@@ -121,6 +123,7 @@ func (s *session) classify(p *plan) {
 		}
 		p.stmt = statement{valid: true, hash: r.Hash, digest: r.Digest, tag: r.Tag,
 			killID: r.KillID, killQuery: r.KillQuery, connIDOnly: r.ConnectionIDOnly, connIDName: r.ConnectionIDName,
+			volatile: r.Volatile,
 			Statement: routing.Statement{Kind: r.Kind, Uses: r.Uses, Multi: r.MultiStatement,
 				Opaque:    r.Unsure || r.MultiStatement || r.Kind == classify.Write && r.UnknownTables,
 				StartsTxn: r.TxnStart, ReadOnly: r.TxnReadOnly, ReadWrite: r.TxnReadWrite,

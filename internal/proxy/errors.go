@@ -26,10 +26,12 @@ const (
 	codeInterrupted     = 1317 // ER_QUERY_INTERRUPTED: a result ended early, the connection stays usable
 	codeReadOnlyTxn     = 1792 // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
 	codeSecureTransport = 3159 // ER_SECURE_TRANSPORT_REQUIRED
+	codeNotAllowed      = 1148 // ER_NOT_ALLOWED_COMMAND: a query rule denies the statement
 	stateConnection     = "08S01"
 	stateGeneral        = "HY000"
 	stateInterrupted    = "70100"
 	stateReadOnlyTxn    = "25006"
+	stateAccess         = "42000"
 	// stateConnectionRefuse is the state of a connection refused at login.
 	stateConnectionRefuse = "08004"
 )

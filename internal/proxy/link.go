@@ -61,6 +61,11 @@ type commandHooks interface {
 	prepare(p *plan) (ok, keep bool)
 	// note learns from the response what the mode keeps of the session.
 	note(p *plan)
+	// cacheScope appends to k what, beside the user and the statement's text, shapes the
+	// result of the command's read: the session state and the capabilities, and for an
+	// execution the prepared statement and its bound values. ok is false when the mode
+	// cannot tell it: the read is not cached.
+	cacheScope(p *plan, k []byte) (key []byte, ok bool)
 }
 
 // linkView is what snapshots show of a session's backend side.

@@ -41,6 +41,9 @@ type dedicated struct {
 
 var _ backendLink = (*dedicated)(nil)
 
+// cacheScope: passthrough does not follow the session's state, so it caches nothing.
+func (d *dedicated) cacheScope(_ *plan, k []byte) ([]byte, bool) { return k, false }
+
 func (d *dedicated) acquire(*plan) (*protocol.Conn, error) { return d.conn, nil }
 func (d *dedicated) held() bool                            { return false }
 func (d *dedicated) pinned() bool                          { return false }

@@ -13,6 +13,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
+	"github.com/gatekeeperdb/gatekeeper/internal/rules"
 )
 
 // plan is one command on its way through the statement path: what it is, the type and
@@ -32,6 +33,9 @@ type plan struct {
 	clientStmtID uint32
 	// gtids holds the commit positions of the response, for routing.
 	gtids []replicas.GTID
+	// cache is the command's part in the result cache; rules what the query rules decided.
+	cache cacheFill
+	rules ruleState
 	// written is the client's bytes written before the response; start and end bound the
 	// relay, elapsed is their difference and work the backend's share of it.
 	written       uint64
@@ -57,6 +61,8 @@ type unit struct {
 	typ unitType
 	// admitted: the unit passed admission and holds its charge until it ends.
 	admitted bool
+	// limit is the max_concurrent slot of a query rule the unit holds until it ends.
+	limit *rules.Limiter
 }
 
 // dispatch runs one command through the statement path: classify, route, admit, lease,
@@ -64,7 +70,13 @@ type unit struct {
 // command for its connection and learns from the response. It returns false when the
 // session must end.
 func (s *session) dispatch() bool {
-	p := &s.plan
+	keep := s.path(&s.plan)
+	s.endFill(&s.plan, nil) // a fill that did not get to store its result
+	return keep
+}
+
+// path is dispatch's steps.
+func (s *session) path(p *plan) bool {
 	p.op = s.cmd.Byte()
 	s.metrics.hot.command(s.hot, p.op)
 	if protocol.ShapeOf(p.op) == protocol.ShapeUnsupported {
@@ -74,8 +86,16 @@ func (s *session) dispatch() bool {
 	if handled, keep := s.intercept(p); handled {
 		return keep
 	}
+	if ok, keep := s.applyRules(p); !ok {
+		return keep
+	}
 	if s.routes.PinsReplica(p.stmt.routedBy(p.op), s.inTxn) {
 		return s.refusePinOnReplica()
+	}
+	if s.cache != nil {
+		if hit, keep := s.lookup(p); hit {
+			return keep
+		}
 	}
 	admit := s.needsAdmission(p)
 	if admit {
@@ -85,6 +105,9 @@ func (s *session) dispatch() bool {
 		}
 	}
 	s.route(p)
+	if ok, keep := s.limit(p); !ok {
+		return keep
+	}
 	if admit {
 		if ok, keep := s.admit(p); !ok {
 			return keep
@@ -98,6 +121,7 @@ func (s *session) dispatch() bool {
 	if ok, keep := s.link.prepare(p); !ok {
 		return s.unprepared(keep)
 	}
+	s.startFill(p)
 	if err := s.relay(p); err != nil {
 		return s.lost(p, err)
 	}
@@ -143,6 +167,9 @@ func (s *session) refusePinOnReplica() (keep bool) {
 func (s *session) route(p *plan) {
 	if !s.unit.open && !s.link.held() && s.routes != nil {
 		u := routing.Unit{Stmt: p.stmt.routedBy(p.op), InTxn: s.inTxn, Autocommit: s.autocommit}
+		if p.routedToPrimary() {
+			u.Stmt = nil // a query rule keeps it on the primary
+		}
 		if u.Stmt != nil {
 			u.Key = s.unitKey(&p.stmt, false)
 			u.Cursor = p.op == mysql.COM_STMT_EXECUTE && opensCursor(s.cmd.Payload)
@@ -334,13 +361,16 @@ func (s *session) endUnitQuietly() {
 	s.wire.Backend.Trim()
 	s.link.release()
 	s.wire.Backend = nil
+	s.releaseLimit()
 	s.unit = unit{typ: unitType{sample: s.unit.typ.sample[:0]}}
 }
 
-// beforeAck runs once a response is read whole and before its end reaches the client:
-// routing records the commit positions it carries (see routing.Session.Ack).
+// beforeAck runs once a response is read whole and before its end reaches the client: a
+// cache fill stores the result, and routing records the commit positions it carries (see
+// routing.Session.Ack).
 func (s *session) beforeAck(res *protocol.Response) {
 	p := &s.plan
+	s.finishFill(p) // stored before the client can ask again
 	p.gtids = appendGTIDs(p.gtids[:0], res.StateChanges)
 	ack := routing.Response{Err: res.Err != nil, InTxn: res.HasStatus && res.Status&mysql.SERVER_STATUS_IN_TRANS != 0,
 		AffectedRows: res.AffectedRows, GTIDs: p.gtids}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -286,6 +287,27 @@ func (l *pooledLink) note(p *plan) {
 	}
 	st := p.stmt.pooled()
 	l.pl.Note(p.op, &st, &s.res, text, complete)
+}
+
+// cacheScope appends the session's state to k (the capabilities agreed with the client,
+// the character set, the schema and session variables), and for an execution the prepared
+// statement (its text and the state it was prepared in) and the execution's bound values.
+func (l *pooledLink) cacheScope(p *plan, k []byte) ([]byte, bool) {
+	st := l.pl.State
+	k = binary.LittleEndian.AppendUint32(k, l.pl.ClientCaps)
+	k = binary.LittleEndian.AppendUint32(k, l.pl.Want.Key.MariaDBCapabilities)
+	k = append(k, st.Charset)
+	k = binary.LittleEndian.AppendUint64(k, st.Snapshot().Key())
+	if p.op != mysql.COM_STMT_EXECUTE {
+		return k, true
+	}
+	id, _ := pooled.StmtID(l.s.cmd.Payload)
+	cs := l.pl.Stmt(id)
+	if cs == nil || cs.LongData || cs.ConnIDOnly {
+		return k, false
+	}
+	k = binary.LittleEndian.AppendUint64(k, cs.Snapshot().Key())
+	return executeScope(k, cs.Text(), cs.Params(), l.s.cmd.Payload)
 }
 
 // intercept answers the commands that pooled mode handles in the proxy, wholly or in

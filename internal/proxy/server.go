@@ -17,9 +17,11 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
+	"github.com/gatekeeperdb/gatekeeper/internal/cache"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
+	"github.com/gatekeeperdb/gatekeeper/internal/rules"
 )
 
 // Server accepts client connections and runs a session for each. It owns the listeners and
@@ -54,6 +56,8 @@ type Server struct {
 
 	startReaper sync.Once
 	stopReaper  chan struct{}
+	// rules are the query rules in force (collaborators.rules points here).
+	rules atomic.Pointer[rules.Set]
 }
 
 // Parts are what a Server runs on besides its configuration, each built from the
@@ -68,7 +72,12 @@ type Parts struct {
 	// Pools are the limits of pooled mode's pools.
 	Pools backend.PoolConfig
 	// Routing routes pooled mode's reads to replicas; nil: reads stay on the primary.
+	// With the result cache on it is there, replicas or not, for the versions of tables.
 	Routing *routing.Policy
+	// Cache is the result cache's store; nil: no cache.
+	Cache *cache.Store
+	// Rules are the query rules; nil: none.
+	Rules *rules.Set
 }
 
 // New returns a Server for cfg, which must have been validated, running on parts. Metrics
@@ -91,6 +100,8 @@ func New(cfg config.Config, parts Parts, log *slog.Logger, reg prometheus.Regist
 		rec:  &recorder{costs: parts.Costs, share: estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()), typeKey: key},
 		gate: &gate{timeouts: logEvery{period: time.Minute}, backendTLS: parts.BackendTLS}}
 	s.collaborators = c
+	s.rules.Store(parts.Rules)
+	c.rules = &s.rules
 	var err error
 	if c.adm, err = newAdmitter(parts.Admission); err != nil {
 		return nil, err
@@ -140,6 +151,12 @@ func (s *Server) newPooled(parts Parts, reg prometheus.Registerer) {
 		s.adm.addReplicas(len(replicaAddrs), parts.Admission.Replica)
 		rt.Router().SetRoom(s.adm.room)
 		reg.MustRegister(&backendAdmissionCollector{ctls: s.adm.all(), names: s.backendNames()})
+	}
+	if parts.Cache != nil && parts.Routing != nil {
+		s.cache = &resultCache{store: parts.Cache, versions: parts.Routing, eventual: s.cfg.Cache.Consistency == "eventual",
+			auto: s.cfg.Cache.Mode == config.CacheAuto, m: newCacheMetrics(reg, parts.Cache)}
+		s.cache.wait.Store(int64(s.cfg.Cache.Wait))
+		s.cache.maxEntry.Store(int64(s.cfg.Cache.MaxEntryBytes))
 	}
 	s.pooled = newPooledMode(&s.cfg, parts.Pools, replicaAddrs, s.gate.backendTLS.For, s.log, reg)
 	s.mode = s.pooled

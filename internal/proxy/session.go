@@ -24,6 +24,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
+	"github.com/gatekeeperdb/gatekeeper/internal/rules"
 )
 
 // collaborators are what a session works with. The server hands them over; a session
@@ -39,6 +40,10 @@ type collaborators struct {
 	mode mode
 	// routing routes reads to replicas; nil without them.
 	routing *routing.Policy
+	// cache is the result cache; nil when off.
+	cache *resultCache
+	// rules are the query rules in force; a reload swaps them whole.
+	rules *atomic.Pointer[rules.Set]
 	// index finds another session by the id its client knows (KILL).
 	index sessionIndex
 	// logins bounds the connections logging in at once.
@@ -124,6 +129,8 @@ type session struct {
 	plan   plan
 	unit   unit
 	charge charge
+	// capture keeps the response a cache fill relays.
+	capture protocol.Capture
 	// conn is the protocol state the responses tell.
 	connState
 	// cls classifies the statements; sampleBuf is where a type's sample is put together.
@@ -352,6 +359,7 @@ func (s *session) killClient() {
 // left open is ended there), then the client connection closes.
 func (s *session) close() {
 	s.releaseUnit() // a transaction left open by the client
+	s.releaseLimit()
 	s.link.close()
 	s.adm.watch.forget(s.charge.watchToken)
 	_ = s.client.Close()

@@ -45,6 +45,8 @@ type Decision struct {
 	Need replicas.Pos
 	// Cost is the read's estimated work, what balancing counts on To.
 	Cost time.Duration
+	// Mode is the consistency a read on a replica was routed under.
+	Mode replicas.Consistency
 }
 
 // Replica tells whether the unit runs on a replica.

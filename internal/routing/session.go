@@ -112,8 +112,10 @@ func (s *Session) Route(ctx context.Context, u *Unit) Decision {
 // decide is Route's choice.
 func (s *Session) decide(ctx context.Context, u *Unit) Decision {
 	st := u.Stmt
-	if st == nil || st.Tables == nil {
-		return Decision{} // session state, transaction control, the login's lease
+	if st == nil || st.Tables == nil || len(s.p.router.Replicas()) == 0 {
+		// Session state, transaction control, the login's lease; or a policy without
+		// replicas, which keeps only the version map (for the result cache).
+		return Decision{}
 	}
 	if s.startsReadOnly(u) {
 		// The whole transaction reads from one replica that has every write its
@@ -151,24 +153,29 @@ func (s *Session) startsReadOnly(u *Unit) bool {
 // primary.
 func (s *Session) read(ctx context.Context, t *Tables, key uint64) Decision {
 	cost := s.p.cost(key)
-	b, waited := s.pick(ctx, t, cost)
+	mode := s.ModeOf(t)
+	b, waited := s.pick(ctx, t, mode, cost)
 	switch {
 	case b == nil:
 		return Decision{Reason: FellBack}
 	case waited:
-		return Decision{To: b, Reason: Waited, Need: s.need, Cost: cost}
+		return Decision{To: b, Reason: Waited, Need: s.need, Cost: cost, Mode: mode}
 	}
-	return Decision{To: b, Reason: Routed, Need: s.need, Cost: cost}
+	return Decision{To: b, Reason: Routed, Need: s.need, Cost: cost, Mode: mode}
 }
 
-// pick returns the backend a read of t goes to, waiting up to the causal wait for one to
-// catch up; nil when none did. waited says it waited.
-func (s *Session) pick(ctx context.Context, t *Tables, cost time.Duration) (b *replicas.Backend, waited bool) {
-	p := s.p
-	mode := s.consistency
+// ModeOf returns what a read of t must see: its hint, else the session's consistency.
+func (s *Session) ModeOf(t *Tables) replicas.Consistency {
 	if t.consistency >= 0 {
-		mode = replicas.Consistency(t.consistency)
+		return replicas.Consistency(t.consistency)
 	}
+	return s.consistency
+}
+
+// pick returns the backend a read of t under mode goes to, waiting up to the causal wait for one to
+// catch up; nil when none did. waited says it waited.
+func (s *Session) pick(ctx context.Context, t *Tables, mode replicas.Consistency, cost time.Duration) (b *replicas.Backend, waited bool) {
+	p := s.p
 	var horizon replicas.Pos
 	if mode == replicas.Strong {
 		var ok bool
@@ -232,13 +239,22 @@ func (s *Session) waitForReplica(ctx context.Context, timer *time.Timer) (gaveUp
 // up to it; ok is false when that cannot be had within the wait (horizonWait), and the read
 // then goes to the primary. Under ProxyLocal it returns nil and ok.
 func (s *Session) horizon(ctx context.Context) (pos replicas.Pos, ok bool) {
-	p := s.p
+	return s.p.horizon(ctx)
+}
+
+// horizon is Session.horizon, for any caller.
+func (p *Policy) horizon(ctx context.Context) (pos replicas.Pos, ok bool) {
+	return p.horizonWithin(ctx, p.horizonWait())
+}
+
+// horizonWithin is horizon, waiting up to wait.
+func (p *Policy) horizonWithin(ctx context.Context, wait time.Duration) (pos replicas.Pos, ok bool) {
 	rule := p.rule()
 	if rule == ProxyLocal {
 		return nil, true
 	}
 	start := time.Now()
-	wctx, cancel := context.WithTimeout(ctx, p.horizonWait())
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	pos, err := p.positions.Read(wctx)
 	if err == nil && rule == PerTable {

@@ -14,8 +14,7 @@ import (
 // Match is a rule's conditions; every one that is set must hold. A Match with none set
 // matches every statement.
 type Match struct {
-	// Type is the statement's request type name (its gk:type tag or the name of its type),
-	// compared exactly.
+	// Type is the statement's gk:type tag, compared exactly.
 	Type string
 	// User is the login user, compared exactly.
 	User string
@@ -241,7 +240,7 @@ func ParseRoute(s string) (Route, error) {
 
 // Statement is what the rules look at in one statement. The caller owns it and may reuse it.
 type Statement struct {
-	// Type is the request type name; User the login user; Schema the current schema.
+	// Type is the statement's gk:type tag; User the login user; Schema the current schema.
 	Type, User, Schema string
 	// Digest is the normalized text: literals as ?, keywords in upper case.
 	Digest []byte

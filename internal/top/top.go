@@ -1,5 +1,6 @@
-// Package top is the live terminal view of a proxy's request types and admission queue,
-// read from its admin API, so that it works against a proxy on another machine.
+// Package top is the live terminal view of a proxy's request types, admission queue, pools
+// and result cache, read from its admin API, so that it works against a proxy on another
+// machine.
 package top
 
 import (
@@ -23,6 +24,8 @@ type Frame struct {
 	Queue *admin.QueueResponse
 	// Backends is nil when the proxy does not serve /api/v1/backends.
 	Backends *admin.BackendsResponse
+	// Cache is nil when the result cache is off (or the proxy predates it).
+	Cache *admin.CacheResponse
 }
 
 // Client reads the admin API of one proxy.
@@ -43,7 +46,8 @@ func NewClient(addr string) (*Client, error) {
 	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 5 * time.Second}}, nil
 }
 
-// Fetch reads the types and the queue.
+// Fetch reads the types, and the queue, the backends and the result cache where the proxy
+// serves them.
 func (c *Client) Fetch(ctx context.Context) (*Frame, error) {
 	f := &Frame{}
 	if err := c.get(ctx, "/api/v1/types", &f.Types); err != nil {
@@ -61,6 +65,13 @@ func (c *Client) Fetch(ctx context.Context) (*Frame, error) {
 	case err == nil:
 		f.Backends = &b
 	case !isNotFound(err):
+		return nil, err
+	}
+	var rc admin.CacheResponse
+	switch err := c.get(ctx, "/api/v1/cache", &rc); {
+	case err == nil:
+		f.Cache = &rc
+	case !isNotFound(err): // 404: the cache is off
 		return nil, err
 	}
 	return f, nil
@@ -171,6 +182,10 @@ func (v View) Render(w io.Writer, f *Frame) {
 	tr := f.Types
 	line("gatekeeper top - %s - %s - type_key %s - %d types tracked (max %d), %d evicted",
 		v.Source, tr.Time.Local().Format("15:04:05"), tr.TypeKey, tr.Tracked, tr.MaxTypes, tr.Evictions)
+	if c := f.Cache; c != nil {
+		line("cache: %s - hit ratio %.1f%% (%d hits, %d misses) - saved %.1f s of database time - %d entries, %s of %s",
+			c.Mode, 100*c.HitRatio, c.Hits, c.Misses, c.SavedSeconds, c.Entries, mib(c.Bytes), mib(c.MaxBytes))
+	}
 	switch q := f.Queue; {
 	case q == nil || !q.Enabled:
 		line("admission: off (every unit goes straight to the database)")
@@ -255,6 +270,9 @@ func (v View) Render(w io.Writer, f *Frame) {
 	}
 	_, _ = io.WriteString(w, b.String())
 }
+
+// mib is n bytes in MiB.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // replicaStanding says whether a replica takes reads.
 func replicaStanding(r *admin.Replica) string {

@@ -107,6 +107,19 @@ func TestRenderPool(t *testing.T) {
 	assert.NotContains(t, strings.Join(lines, "\n"), "pool ")
 }
 
+func TestRenderCache(t *testing.T) {
+	f := frame()
+	f.Cache = &admin.CacheResponse{Mode: "auto", MaxBytes: 256 << 20, Bytes: 3 << 19, Entries: 120,
+		Hits: 300, Misses: 100, HitRatio: 0.75, SavedSeconds: 42.34}
+	lines := render(t, View{Sort: "share"}, f)
+	require.Len(t, lines, 9, "one line more than without the cache")
+	assert.Equal(t, "cache: auto - hit ratio 75.0% (300 hits, 100 misses) - saved 42.3 s of database time - 120 entries, 1.5 MiB of 256.0 MiB", lines[1])
+	assert.Equal(t, "admission: off (every unit goes straight to the database)", lines[2])
+
+	f.Cache = nil // off: nothing about it
+	assert.NotContains(t, strings.Join(render(t, View{Sort: "share"}, f), "\n"), "cache")
+}
+
 func TestRenderBinlog(t *testing.T) {
 	lagTxns, lagSeconds := uint64(0), 0.0
 	following := &admin.BinlogFollower{Live: true, Position: "0-1-15234", LagTransactions: &lagTxns, LagSeconds: &lagSeconds, ServerID: 3057}
@@ -185,13 +198,18 @@ func TestSorts(t *testing.T) {
 }
 
 func TestFetch(t *testing.T) {
-	queue := true
+	queue, cache := true, true
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/api/v1/types":
 			_ = json.NewEncoder(w).Encode(frame().Types)
 		case r.URL.Path == "/api/v1/queue" && queue:
 			_ = json.NewEncoder(w).Encode(admin.QueueResponse{Enabled: true, Queued: 4})
+		case r.URL.Path == "/api/v1/cache" && cache:
+			_ = json.NewEncoder(w).Encode(admin.CacheResponse{Mode: "rules", Hits: 9, Misses: 1, HitRatio: 0.9})
+		case r.URL.Path == "/api/v1/cache":
+			w.WriteHeader(http.StatusNotFound) // as the proxy answers while the cache is off
+			_ = json.NewEncoder(w).Encode(map[string]string{"status": "error", "error": admin.CacheOff})
 		default:
 			http.NotFound(w, r)
 		}
@@ -205,11 +223,14 @@ func TestFetch(t *testing.T) {
 	assert.Len(t, f.Types.Types, 3)
 	require.NotNil(t, f.Queue)
 	assert.Equal(t, 4, f.Queue.Queued)
+	require.NotNil(t, f.Cache)
+	assert.Equal(t, 0.9, f.Cache.HitRatio)
 
-	queue = false // a proxy without the queue endpoint still shows its types
+	queue, cache = false, false // a proxy without the queue, or with the cache off, still shows its types
 	f, err = c.Fetch(context.Background())
 	require.NoError(t, err)
 	assert.Nil(t, f.Queue)
+	assert.Nil(t, f.Cache)
 
 	_, err = NewClient("")
 	assert.ErrorContains(t, err, "--admin")

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,11 +22,13 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/binlog"
+	"github.com/gatekeeperdb/gatekeeper/internal/cache"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
+	"github.com/gatekeeperdb/gatekeeper/internal/rules"
 )
 
 // Proxy returns the proxy server for cfg, which must have been validated, with its parts:
@@ -41,12 +44,57 @@ func Proxy(cfg config.Config, costs *estimator.Table, log *slog.Logger, reg prom
 	if parts.BackendTLS, err = BackendTLS(cfg.Backends.TLS); err != nil {
 		return nil, err
 	}
-	if cfg.Mode == config.ModePooled && cfg.Routes() {
+	caching := cfg.Mode == config.ModePooled && cfg.Cache.Mode != config.CacheOff
+	if cfg.Mode == config.ModePooled && (cfg.Routes() || caching) {
 		if parts.Routing, err = Routing(cfg, costs, log, reg); err != nil {
 			return nil, err
 		}
 	}
+	if caching {
+		if parts.Cache, err = Cache(cfg.Cache); err != nil {
+			return nil, err
+		}
+	}
+	if parts.Rules, _, err = Rules(nil, cfg.Rules); err != nil {
+		return nil, err
+	}
 	return proxy.New(cfg, parts, log, reg)
+}
+
+// Rules turns rules into the query rules, compiled from prev (the rules in force, for a
+// reload: match counts and max_concurrent slots carry over by name; nil at start), with a
+// warning for each rule that can never decide what it sets. cfg must have been validated.
+func Rules(prev *rules.Set, rs []config.Rule) (*rules.Set, []rules.Warning, error) {
+	out := make([]rules.Rule, len(rs))
+	for i, r := range rs {
+		cache, ttl, err := rules.ParseCache(r.Cache)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rules[%d].cache: %w", i, err)
+		}
+		route, err := rules.ParseRoute(r.Route)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rules[%d].route: %w", i, err)
+		}
+		var digest *regexp.Regexp
+		if r.Match.Digest != "" {
+			if digest, err = regexp.Compile(r.Match.Digest); err != nil {
+				return nil, nil, fmt.Errorf("rules[%d].match.digest: %w", i, err)
+			}
+		}
+		out[i] = rules.Rule{Name: r.Name, Match: rules.Match{Type: r.Match.Type, User: r.Match.User,
+			Schema: r.Match.Schema, Table: r.Match.Table, Digest: digest}, Cache: cache, TTL: ttl,
+			Route: route, Consistency: r.Consistency, Deny: r.Deny, MaxConcurrent: r.MaxConcurrent}
+	}
+	return rules.CompileFrom(prev, out)
+}
+
+// Cache turns cache.* into the result cache's store.
+func Cache(c config.Cache) (*cache.Store, error) {
+	policy, err := cache.ParsePolicy(c.Replacement)
+	if err != nil {
+		return nil, fmt.Errorf("cache.replacement: %w", err)
+	}
+	return cache.New(cache.Config{MaxBytes: int64(c.MaxBytes), MaxEntryBytes: int(c.MaxEntryBytes), Policy: policy}), nil
 }
 
 // Admission turns admission.* into admission as the proxy applies it.
@@ -135,7 +183,8 @@ func Pools(p config.Pools) backend.PoolConfig {
 
 // Routing returns the routing policy of cfg over a router of its replicas: their monitors,
 // the version map of acknowledged writes, and how reads are balanced among them. Reads
-// are balanced by the costs in costs (nil: all alike).
+// are balanced by the costs in costs (nil: all alike). Without routing (cfg.Routes), the
+// router has no replicas: the policy keeps the version map, for the result cache.
 func Routing(cfg config.Config, costs *estimator.Table, log *slog.Logger, reg prometheus.Registerer) (*routing.Policy, error) {
 	consistency, err := replicas.ParseConsistency(cfg.Routing.Consistency)
 	if err != nil {
@@ -145,8 +194,12 @@ func Routing(cfg config.Config, costs *estimator.Table, log *slog.Logger, reg pr
 	if err != nil {
 		return nil, err
 	}
+	var replicaAddrs []string
+	if cfg.Routes() {
+		replicaAddrs = cfg.Backends.Replicas
+	}
 	router := replicas.NewRouter(replicas.Config{
-		Primary: cfg.Backends.Primary, Replicas: cfg.Backends.Replicas,
+		Primary: cfg.Backends.Primary, Replicas: replicaAddrs,
 		User: cfg.Monitor.User, Password: cfg.Monitor.Password,
 		Balance: balance, PrimaryReads: cfg.Routing.PrimaryReads,
 		MaxLag: cfg.Routing.MaxLag, PollInterval: cfg.Replicas.PollInterval,
