@@ -45,6 +45,8 @@
 #                   primary); one run per origin and item.
 #   --connections N the checker's clients (default 32), each on a connection of its own to
 #                   the readers' proxy (and one to the writers' when that is another).
+#   --cache         every proxy runs with the result cache on (cache.mode auto): a read is
+#                   answered from memory when no writer changed its tables since.
 # Expected: 0 stale reads under per_table and global; under per_table 70% of reads or more on
 # replicas, and with --hot-table over 90% (global far below); per_table's p50 at most 0.3 ms
 # above proxy_local's. The committed results came from
@@ -69,7 +71,7 @@ cd "$(dirname "$0")/.."
 
 ALL_MODES="strong eventual session" ALL_WRITERS="same second direct" ALL_RULES="per_table global proxy_local"
 MODES=$ALL_MODES READS=100000 LAG=2s EVERY=5s OUT=bench/results/staleread
-WRITERS= RULES= HOT= LAG_ON= CONNECTIONS=32
+WRITERS= RULES= HOT= LAG_ON= CONNECTIONS=32 CACHE=
 ARGS="bench/staleread.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 [ -n "${GATEKEEPER:-}" ] && ARGS="GATEKEEPER=$(printf '%q' "$GATEKEEPER") $ARGS"
 usage() {
@@ -82,6 +84,7 @@ while [ $# -gt 0 ]; do
 	-h | --help) usage 0 ;;
 	--quick) READS=20000; shift; continue ;;
 	--hot-table) HOT=1; shift; continue ;;
+	--cache) CACHE=auto; shift; continue ;;
 	esac
 	[ $# -ge 2 ] || usage 2 >&2
 	case $1 in
@@ -191,7 +194,8 @@ start_proxy() {
 	ADMIN_PORT=$(low_port)
 	env GATEKEEPER_MODE=pooled GATEKEEPER_AUTH_FROM_BACKEND=true \
 		GATEKEEPER_MONITOR_USER="$GK_USER" GATEKEEPER_MONITOR_PASSWORD="$GK_PASSWORD" \
-		GATEKEEPER_ROUTING_CONSISTENCY=strong GATEKEEPER_SHUTDOWN_DRAIN_TIMEOUT=5s "$@" \
+		GATEKEEPER_ROUTING_CONSISTENCY=strong GATEKEEPER_SHUTDOWN_DRAIN_TIMEOUT=5s \
+		${CACHE:+GATEKEEPER_CACHE_MODE=$CACHE} "$@" \
 		"$GATEKEEPER" serve --listen 127.0.0.1:"$PROXY_PORT" --admin-listen 127.0.0.1:"$ADMIN_PORT" \
 		--primary "$GK_PRIMARY" --replica "$GK_REPLICA1" --replica "$GK_REPLICA2" 2>"$log" &
 	PROXY_PID=$!

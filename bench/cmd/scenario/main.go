@@ -42,18 +42,21 @@ type options struct {
 	reserve                           reserveSettings
 	weight                            float64
 	typeKey                           string
-	backendCPUs                       int
-	openFactor, openRate              float64
-	openMax                           int
-	mix                               string
-	out                               string
-	load, reload                      bool
-	scale                             bookstore.Scale
-	seed                              int64
-	command                           string
-	replot                            bool
-	repeat                            int
-	calibrate                         calibration
+	// cacheConfig is YAML that replaces the cache section of the +cache modes' configuration
+	// (cache: and rules:), read from --cache-config.
+	cacheConfig          string
+	backendCPUs          int
+	openFactor, openRate float64
+	openMax              int
+	mix                  string
+	out                  string
+	load, reload         bool
+	scale                bookstore.Scale
+	seed                 int64
+	command              string
+	replot               bool
+	repeat               int
+	calibrate            calibration
 	// dbPID is the database server's process, when it runs on this machine (0: not).
 	dbPID int
 	// replicas are where the routed-N modes send reads, the first N of them.
@@ -138,6 +141,11 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.reserve.LaneRate, "lane-rate", 0, "admission.reserve.lane_rate, with --reserve-floor (0: no bound)")
 	fs.DurationVar(&o.reserve.QuickWaitTarget, "quick-wait-target", 0, "admission.reserve.quick_wait_target, with --reserve-floor (0: the lane is not paced)")
 	fs.Float64Var(&o.weight, "estimator-weight", 0.1, "estimator.weight of the proxy")
+	fs.Func("cache-config", "a YAML file with the cache: and rules: sections of the +cache modes (default: cache.mode auto, no rules)", func(path string) error {
+		b, err := os.ReadFile(path)
+		o.cacheConfig = string(b)
+		return err
+	})
 	fs.StringVar(&o.typeKey, "type-key", "tag", "classify.type_key of the proxy: tag (an interaction's statements share its cost) or tag_digest (each autocommit statement of an interaction has its own)")
 	fs.IntVar(&o.backendCPUs, "backend-cpus", -1, "estimator.backend_cpus of the proxy; 0 charges busy time (default: the processors the database may run on, when it runs on this machine, else this machine's)")
 	fs.Float64Var(&o.openFactor, "open", 0.9, "open loop: Poisson arrivals at this share of fifo's highest closed-loop throughput (direct's without fifo); 0 skips it")
@@ -288,7 +296,7 @@ func run(ctx context.Context, o options) error {
 	settings := proxySettings{Binary: o.gatekeeper, Builds: o.builds, Primary: o.primary, Replicas: o.replicas,
 		User: o.user, Password: o.password, Capacity: o.capacity,
 		QueueTimeout: o.queueTimeout, Reserve: o.reserve, Weight: o.weight, TypeKey: o.typeKey,
-		BackendCPUs: o.backendCPUs, Dir: dir}
+		BackendCPUs: o.backendCPUs, CacheConfig: o.cacheConfig, Dir: dir}
 	if o.capacity == 0 {
 		if err := calibrateModes(ctx, o, settings, o.modes); err != nil {
 			return err
@@ -517,6 +525,11 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 	r.ExecMS = map[string]float64{}
 	for _, c := range r.Result.Classes {
 		r.ExecMS[c.Name] = execMS(before, after, c.Name, c.Completed+c.Failed+c.TimedOut)
+	}
+	if m.Cache {
+		if line, err := p.cacheSummary(); err == nil {
+			fmt.Fprintf(os.Stderr, "%-14s %s (warm-up included)\n", m.Name, line)
+		}
 	}
 	if m.Replicas > 0 {
 		if share, n, err := p.replicaShare(o.primary); err == nil {

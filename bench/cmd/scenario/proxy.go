@@ -43,6 +43,9 @@ type mode struct {
 	// transactions to the first Replicas of --replicas (0: none, every read on the primary).
 	Pooled   bool
 	Replicas int
+	// Cache: the pooled mode runs with the result cache on (cache.mode auto), as in
+	// pooled+cache.
+	Cache bool
 	// Build names the gatekeeper binary of --builds the mode runs, as in sjf@auto:new
 	// (empty: --gatekeeper's), so that two builds run in the same rounds.
 	Build string
@@ -52,7 +55,9 @@ type mode struct {
 const admissionModes = "fifo, sjf, sjf-aging-X, sjf-last-call-D"
 
 // parseModes reads a comma-separated list: direct, passthrough, pooled, routed-N, fifo, sjf,
-// sjf-aging-X, sjf-last-call-D; an
+// sjf-aging-X, sjf-last-call-D; an admission mode runs in pooled mode with +pooled, and any
+// proxy mode with the result cache (in pooled mode) with +cache, as in sjf@80ms+pooled+cache;
+// an
 // admission mode may name its own capacity after @, as in fifo@360ms, or adapt it, as in
 // sjf@auto, towards a stretch target of its own, as in sjf@auto-2, and take the reserve
 // with +reserve; any proxy mode may end in :NAME to run the build of --builds called NAME,
@@ -71,9 +76,11 @@ func parseModes(s string) ([]mode, error) {
 		seen[name] = true
 		m := mode{Name: name}
 		name, m.Build, _ = strings.Cut(name, ":")
+		name, m.Cache = strings.CutSuffix(name, "+cache")
+		name, pooled := strings.CutSuffix(name, "+pooled")
 		name, m.Reserve = strings.CutSuffix(name, "+reserve")
 		if strings.Contains(name, "+") {
-			return nil, fmt.Errorf("--modes: %s: +reserve is the only suffix and comes once, at the end, as in sjf@80ms+reserve", m.Name)
+			return nil, fmt.Errorf("--modes: %s: the suffixes are +reserve, +pooled and +cache, once each and in that order, at the end, as in sjf@80ms+reserve or sjf@80ms+pooled+cache", m.Name)
 		}
 		base, capacity, withCapacity := strings.Cut(name, "@")
 		if target, ok := strings.CutPrefix(capacity, "auto"); withCapacity && ok {
@@ -129,6 +136,11 @@ func parseModes(s string) ([]mode, error) {
 		if m.Reserve && !m.Admission {
 			return nil, fmt.Errorf("--modes: %s: only an admission mode (%s) takes the reserve", m.Name, admissionModes)
 		}
+		if (pooled || m.Cache) && !m.Proxy {
+			return nil, fmt.Errorf("--modes: %s: direct runs no proxy: +pooled and +cache go with a proxy mode, as in sjf@80ms+pooled+cache", m.Name)
+		}
+		// The result cache needs pooled mode; +pooled runs an admission mode in it.
+		m.Pooled = m.Pooled || pooled || m.Cache
 		if m.Build != "" && !m.Proxy {
 			return nil, fmt.Errorf("--modes: %s: direct runs no gatekeeper build", m.Name)
 		}
@@ -177,8 +189,11 @@ type proxySettings struct {
 	Reserve        reserveSettings
 	Weight         float64
 	TypeKey        string // classify.type_key: tag or tag_digest; empty is tag
-	BackendCPUs    int
-	Dir            string
+	// CacheConfig replaces the +cache modes' cache section (cache: and rules:); empty is
+	// cache.mode auto.
+	CacheConfig string
+	BackendCPUs int
+	Dir         string
 }
 
 // typeKey is the proxy's classify.type_key.
@@ -222,6 +237,12 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 		fmt.Fprintf(&b, "monitor:\n  user: %q\n  password: %q\n", s.User, s.Password)
 		if m.Replicas > 0 {
 			b.WriteString("routing:\n  enabled: true\n")
+		}
+		switch {
+		case m.Cache && s.CacheConfig != "":
+			b.WriteString(strings.TrimRight(s.CacheConfig, "\n") + "\n")
+		case m.Cache:
+			b.WriteString("cache:\n  mode: auto\n")
 		}
 	}
 	fmt.Fprintf(&b, "admission:\n  enabled: %t\n", m.Admission)
@@ -322,6 +343,38 @@ func (p *proxyProcess) replicaShare(primary string) (share float64, reads int, e
 		return 0, 0, err
 	}
 	return readsShare(string(b), primary)
+}
+
+// cacheSummary reads the result cache's figures from the proxy: the hit ratio, the
+// database time the hits saved, and the types that saved the most.
+func (p *proxyProcess) cacheSummary() (string, error) {
+	resp, err := http.Get("http://" + p.Admin + "/api/v1/cache")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Hits, Misses uint64
+		HitRatio     float64 `json:"hit_ratio"`
+		Saved        float64 `json:"saved_seconds"`
+		Types        []struct {
+			Sample   string
+			HitRatio float64 `json:"hit_ratio"`
+			Saved    float64 `json:"saved_seconds"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		return "", err
+	}
+	line := fmt.Sprintf("cache: hit ratio %.1f%% (%d hits, %d misses), %.1f s of database time saved; by type:",
+		100*c.HitRatio, c.Hits, c.Misses, c.Saved)
+	for i, t := range c.Types {
+		if i == 4 {
+			break
+		}
+		line += fmt.Sprintf(" [%.45s… %.0f%%, %.1f s]", t.Sample, 100*t.HitRatio, t.Saved)
+	}
+	return line, nil
 }
 
 // readsShare reads gatekeeper_reads_total out of metrics in the text format.

@@ -41,8 +41,10 @@ func TestParseModes(t *testing.T) {
 		"fifo@soon":                "positive duration",
 		"direct@1s":                "only an admission mode",
 		"passthrough+reserve":      "takes the reserve",
-		"sjf+reserve@1s":           "only suffix",
-		"sjf@80ms+reserve+reserve": "comes once",
+		"sjf+reserve@1s":           "the suffixes are",
+		"sjf@80ms+reserve+reserve": "once each",
+		"sjf+cache+pooled":         "in that order",
+		"direct+cache":             "runs no proxy",
 		"routed-0":                 "positive whole number",
 		"routed-x":                 "positive whole number",
 		"routed-2@1s":              "only an admission mode",
@@ -79,12 +81,15 @@ func TestBuilds(t *testing.T) {
 }
 
 func TestRoutedModes(t *testing.T) {
-	ms, err := parseModes("pooled,routed-1,routed-2")
+	ms, err := parseModes("pooled,routed-1,routed-2,pooled+cache,sjf@80ms+pooled+cache")
 	require.NoError(t, err)
 	require.Equal(t, []mode{
 		{Name: "pooled", Proxy: true, Pooled: true},
 		{Name: "routed-1", Proxy: true, Pooled: true, Replicas: 1},
 		{Name: "routed-2", Proxy: true, Pooled: true, Replicas: 2},
+		{Name: "pooled+cache", Proxy: true, Pooled: true, Cache: true},
+		{Name: "sjf@80ms+pooled+cache", Proxy: true, Pooled: true, Cache: true, Admission: true, Discipline: "sjf",
+			Capacity: 80 * time.Millisecond},
 	}, ms)
 	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,routed-2", "--replicas", "127.0.0.1:2"})
 	require.ErrorContains(t, err, "names 1")
@@ -105,6 +110,7 @@ func TestRoutedModes(t *testing.T) {
 		}
 		Monitor struct{ User, Password string }
 		Routing struct{ Enabled bool }
+		Cache   struct{ Mode string }
 	}
 	require.NoError(t, yaml.Unmarshal([]byte(configYAML(ms[1], s, "127.0.0.1:8", "127.0.0.1:9")), &got))
 	require.Equal(t, "pooled", got.Mode)
@@ -115,6 +121,9 @@ func TestRoutedModes(t *testing.T) {
 	got.Backends.Replicas = nil
 	require.NoError(t, yaml.Unmarshal([]byte(configYAML(ms[0], s, "127.0.0.1:8", "127.0.0.1:9")), &got))
 	require.Empty(t, got.Backends.Replicas, "pooled routes nothing")
+	require.Empty(t, got.Cache.Mode, "pooled caches nothing")
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(ms[3], s, "127.0.0.1:8", "127.0.0.1:9")), &got))
+	require.Equal(t, "auto", got.Cache.Mode, "pooled+cache caches")
 }
 
 func TestReadsShare(t *testing.T) {

@@ -33,10 +33,13 @@ const (
 	unvouchedMetric         = "gatekeeper_reads_unvouched_total"
 	followerWaitSumMetric   = "gatekeeper_causal_wait_follower_seconds_sum"
 	followerWaitCountMetric = "gatekeeper_causal_wait_follower_seconds_count"
+	// cacheHitsMetric counts the reads the result cache answered (cache.mode on).
+	cacheHitsMetric = "gatekeeper_cache_hits_total"
 )
 
 // scalarSeries are the unlabelled series a scrape keeps.
-var scalarSeries = []string{positionReadsMetric, positionServedMetric, unvouchedMetric, followerWaitSumMetric, followerWaitCountMetric}
+var scalarSeries = []string{positionReadsMetric, positionServedMetric, unvouchedMetric, followerWaitSumMetric, followerWaitCountMetric,
+	cacheHitsMetric}
 
 // exposition is what one scrape of a proxy read: its reads by route, whether it has
 // readsMetric at all, and the scalarSeries it has.

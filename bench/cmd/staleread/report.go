@@ -99,6 +99,8 @@ type horizonCounts struct {
 	Unvouched float64 `json:"unvouched"`
 	// WaitMeanMs is the mean time to learn it (gatekeeper_causal_wait_follower_seconds).
 	WaitMeanMs float64 `json:"wait_mean_ms"`
+	// CacheHits are the reads the result cache answered, with the cache on.
+	CacheHits float64 `json:"cache_hits,omitempty"`
 }
 
 // kindCount is the reads of one kind and those that failed each check.
@@ -175,7 +177,7 @@ func newHorizonCounts(before, after map[string]float64) *horizonCounts {
 	}
 	d := func(name string) float64 { return after[name] - before[name] }
 	h := &horizonCounts{PositionReads: d(positionReadsMetric), Statements: d(positionServedMetric),
-		Unvouched: d(unvouchedMetric)}
+		Unvouched: d(unvouchedMetric), CacheHits: d(cacheHitsMetric)}
 	if h.PositionReads > 0 {
 		h.ReadsPerPositionRead = h.Statements / h.PositionReads
 	}
@@ -261,6 +263,9 @@ func (a armResult) write(w io.Writer) {
 	if h := a.Strong; h != nil {
 		fmt.Fprintf(w, "; %.0f position reads served %.0f strong reads (%.2f each), %.0f unvouched, %.3f ms mean wait",
 			h.PositionReads, h.Statements, h.ReadsPerPositionRead, h.Unvouched, h.WaitMeanMs)
+		if h.CacheHits > 0 {
+			fmt.Fprintf(w, "; %.0f answered from the result cache", h.CacheHits)
+		}
 	}
 	fmt.Fprintln(w)
 }
