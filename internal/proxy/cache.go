@@ -230,14 +230,23 @@ func (s *session) fresh(p *plan, e *cache.Entry) (fresh, known bool) {
 	if mode == replicas.Eventual && !e.Expires.IsZero() {
 		return true, true
 	}
-	strong := !c.eventual && mode != replicas.Eventual
+	seen, _ := e.Stamp.(replicas.Pos)
+	// What the follower recorded already may tell it stale, without the position read.
 	var ok bool
-	p.cache.stamp, ok = c.versions.Fresh(s.ctx, p.stmt.Tables, strong, time.Duration(c.wait.Load()), p.cache.stamp)
+	p.cache.stamp, ok = c.versions.Fresh(s.ctx, p.stmt.Tables, false, 0, p.cache.stamp)
+	if ok && !seen.Covers(p.cache.stamp) {
+		return false, true
+	}
+	if ok && (c.eventual || mode == replicas.Eventual) {
+		return true, true
+	}
+	if ok {
+		p.cache.stamp, ok = c.versions.Fresh(s.ctx, p.stmt.Tables, true, time.Duration(c.wait.Load()), p.cache.stamp)
+	}
 	if !ok {
 		c.m.unvouched.Inc()
 		return false, false
 	}
-	seen, _ := e.Stamp.(replicas.Pos)
 	return seen.Covers(p.cache.stamp), true
 }
 
