@@ -10,8 +10,8 @@
 #   bench/staleread.sh [--quick] [--reads N] [--inject-lag D] [--inject-every D] [--modes LIST]
 #                      [--out DIR]
 #   bench/staleread.sh [--writers LIST] [--rules LIST] [--hot-table] [--lag-on LIST]
-#                      [--connections N] [--quick] [--reads N] [--inject-lag D]
-#                      [--inject-every D] [--out DIR]
+#                      [--connections N] [--cache] [--write-fraction F] [--quick] [--reads N]
+#                      [--inject-lag D] [--inject-every D] [--out DIR]
 #
 # Modes (comma or space separated; default all), each against a proxy started afresh with
 # routing.consistency set to it, and every read marked /* gk:consistency=MODE */ as well:
@@ -47,6 +47,8 @@
 #                   the readers' proxy (and one to the writers' when that is another).
 #   --cache         every proxy runs with the result cache on (cache.mode auto): a read is
 #                   answered from memory when no writer changed its tables since.
+#   --write-fraction F  the share of operations that are writes (default 0.1); fewer writes
+#                   leave cached results valid longer.
 # Expected: 0 stale reads under per_table and global; under per_table 70% of reads or more on
 # replicas, and with --hot-table over 90% (global far below); per_table's p50 at most 0.3 ms
 # above proxy_local's. The committed results came from
@@ -71,7 +73,7 @@ cd "$(dirname "$0")/.."
 
 ALL_MODES="strong eventual session" ALL_WRITERS="same second direct" ALL_RULES="per_table global proxy_local"
 MODES=$ALL_MODES READS=100000 LAG=2s EVERY=5s OUT=bench/results/staleread
-WRITERS= RULES= HOT= LAG_ON= CONNECTIONS=32 CACHE=
+WRITERS= RULES= HOT= LAG_ON= CONNECTIONS=32 CACHE= WRITE_FRACTION=0.1
 ARGS="bench/staleread.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 [ -n "${GATEKEEPER:-}" ] && ARGS="GATEKEEPER=$(printf '%q' "$GATEKEEPER") $ARGS"
 usage() {
@@ -96,6 +98,7 @@ while [ $# -gt 0 ]; do
 	--rules) RULES=$2 ;;
 	--lag-on) LAG_ON=$2 ;;
 	--connections) CONNECTIONS=$2 ;;
+	--write-fraction) WRITE_FRACTION=$2 ;;
 	--out) OUT=$2 ;;
 	*) usage 2 >&2 ;;
 	esac
@@ -218,7 +221,7 @@ check() {
 	shift 2
 	"$WORK/staleread" --primary-dsn "$(dsn "$GK_PRIMARY")" \
 		--replica-dsn "$(dsn "$GK_REPLICA1")" --replica-dsn "$(dsn "$GK_REPLICA2")" \
-		--reads "$READS" --inject-lag "$LAG" --inject-every "$EVERY" \
+		--reads "$READS" --inject-lag "$LAG" --inject-every "$EVERY" --write-fraction "$WRITE_FRACTION" \
 		--primary "$GK_PRIMARY" --json "$OUT/$name.json" "$@" &
 	local pid=$! status=0 log
 	PIDS+=("$pid")
@@ -472,12 +475,18 @@ strong_report() {
 	echo "bench/cmd/staleread's $CONNECTIONS clients, each on a connection of its own, read through gatekeeper"
 	echo "in pooled mode with two replicas and routing.consistency strong (every read also marked"
 	echo "/* gk:consistency=strong */), on 16 tables of 100 rows plus a table a trigger writes and one a"
-	echo "foreign key's cascade writes; about one operation in ten is a write (a fifth of them"
+	echo "foreign key's cascade writes; a share of $WRITE_FRACTION of the operations are writes (a fifth of them"
 	echo "transactions of two UPDATEs). A write sets a row to a fresh, globally increasing version; once"
 	echo "acknowledged, it is the least any read sent after it may return. One run per origin of the"
 	echo "writes (each client writing on a second connection where they do not go through the readers'"
 	echo "proxy) and per lag: meanwhile a replica's SQL thread, or both replicas' at once, as each run's"
 	echo "heading says, is stopped for $LAG every $EVERY."
+	if [ -n "$CACHE" ]; then
+		echo
+		echo "Every proxy runs with the result cache on (cache.mode $CACHE): a read is answered from memory when"
+		echo "no writer changed its tables since its result was read; each run's JSON counts those reads"
+		echo "(cache_hits) and the summary line says how many."
+	fi
 	if [ -n "$HOT" ]; then
 		echo
 		echo "Every write goes to one hot table, sr_t15, and every read to the other tables (no read reads"

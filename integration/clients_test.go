@@ -146,3 +146,33 @@ func killByMarker(t *testing.T, marker string) {
 		t.Fatal(err)
 	}
 }
+
+// TestClientMatrixCache runs each client stack twice through a proxy with the result cache
+// on: the second run is answered from the cache and prints what the database's own answer
+// prints; a query rule's deny reaches each of them as its error.
+func TestClientMatrixCache(t *testing.T) {
+	clients := clientMatrix(t)
+	setupShapes(t)
+	p := cachedProxy(t, nil, func(c *config.Config) {
+		c.Rules = []config.Rule{{Name: "no-load", Match: config.RuleMatch{Table: "shapes_load"}, Deny: "loads go to the batch proxy"}}
+	})
+	const read = "SELECT * FROM shapes_types ORDER BY id"
+	for _, c := range clients {
+		want := c.run(t, env.Primary, read)
+		if got := c.run(t, p.Addr, read); got != want {
+			t.Errorf("%s: through the proxy printed %q, directly %q", c.name, got, want)
+		}
+		before := cacheHits(t, p)
+		if got := c.run(t, p.Addr, read); got != want {
+			t.Errorf("%s: from the cache printed %q, directly %q", c.name, got, want)
+		}
+		if hits := cacheHits(t, p) - before; hits != 1 {
+			t.Errorf("%s: the second run had %v hits, want 1", c.name, hits)
+		}
+		out := c.run(t, p.Addr, "SELECT * FROM shapes_load")
+		if !strings.HasPrefix(out, "1148|") && !strings.Contains(out, "1148 - ") ||
+			!strings.Contains(out, `gatekeeper: refused by query rule "no-load": loads go to the batch proxy`) {
+			t.Errorf("%s printed %q, want error 1148 naming the rule", c.name, out)
+		}
+	}
+}

@@ -59,8 +59,9 @@ type resultCache struct {
 	versions *routing.Policy
 	// eventual serves hits without reading the primary's position (cache.consistency).
 	eventual bool
-	// wait bounds how long a miss waits for a fill of the same statement (nanoseconds);
-	// maxEntry is the largest result kept (bytes). A reload sets both.
+	// wait bounds how long a lookup waits for the primary's position and the follower, or
+	// for a fill of the same statement (nanoseconds); maxEntry is the largest result kept
+	// (bytes). A reload sets both.
 	wait, maxEntry atomic.Int64
 	// auto fills the results of the types whose results are reused (cache.mode auto);
 	// otherwise only what a rule asks for.
@@ -111,7 +112,7 @@ func (s *session) lookup(p *plan) (hit, keep bool) {
 			c.m.stale.Inc()
 		}
 	}
-	if fills, _ := c.fills(p, t); !fills {
+	if !c.fills(p, t) {
 		c.m.misses.Inc()
 		return false, true
 	}
@@ -133,20 +134,18 @@ func (s *session) lookup(p *plan) (hit, keep bool) {
 	return false, true
 }
 
-// fills tells whether a miss of the command's read fills the cache, and why: a query rule
-// says so, else cache.mode (rules: only what a rule asks for; auto: the types whose results
-// are reused).
-func (c *resultCache) fills(p *plan, t *typeCache) (bool, string) {
+// fills tells whether a miss of the command's read fills the cache: a query rule says so,
+// else cache.mode (rules: only what a rule asks for; auto: the types whose results are
+// reused).
+func (c *resultCache) fills(p *plan, t *typeCache) bool {
 	switch p.rules.verdict.Cache {
 	case rules.CacheOn:
-		return true, "rule " + p.rules.verdict.CacheRule.Name
+		return true
 	case rules.CacheOff:
-		return false, "rule " + p.rules.verdict.CacheRule.Name
+		return false
 	}
-	if !c.auto {
-		return false, "no rule asks for it (cache.mode rules)"
-	}
-	return t.worth()
+	worth, _ := t.worth()
+	return c.auto && worth
 }
 
 // cacheable tells why the command's read may not be cached, or refusedNone.
