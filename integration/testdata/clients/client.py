@@ -1,5 +1,9 @@
-"""Connects with a Python driver, runs the statement read from stdin and prints "ok", or
-the error as "code|message". Usage: client.py pymysql|mysqldb HOST PORT USER PASSWORD DATABASE"""
+"""Connects with a Python driver, runs the statement read from stdin and prints the rows
+it returned, one repr a line, then "ok"; or the error as "code|message". With GK_AUTOCOMMIT=1
+in the environment the connection runs in autocommit, as the server's default is, rather than
+the driver's (PEP 249: a transaction from the first statement).
+Usage: client.py pymysql|mysqldb HOST PORT USER PASSWORD DATABASE"""
+import os
 import sys
 
 driver, host, port, user, password, database = sys.argv[1:7]
@@ -11,9 +15,12 @@ try:
     else:
         import MySQLdb
         conn = MySQLdb.connect(host=host, port=int(port), user=user, passwd=password, db=database)
+    if os.environ.get("GK_AUTOCOMMIT") == "1":
+        conn.autocommit(True)
     cur = conn.cursor()
     cur.execute(sql)
-    cur.fetchall()
+    for row in cur.fetchall():
+        print(repr(row))
     print("ok")
 except Exception as e:  # the driver's error, whatever its class
     args = getattr(e, "args", ())
