@@ -57,17 +57,7 @@ done
 [ -z "$MEMLIMIT" ] || [[ $MEMLIMIT =~ ^[0-9]+(B|KiB|MiB|GiB|TiB)?$ ]] ||
 	fail "--gomemlimit takes a size as GOMEMLIMIT reads it, such as 200MiB, not '$MEMLIMIT'"
 
-# bytes_of SIZE prints SIZE, bytes or a whole number with KiB, MiB or GiB, in bytes.
-bytes_of() {
-	[[ $1 =~ ^([0-9]+)(B|KiB|MiB|GiB)?$ ]] || return 1
-	local n=${BASH_REMATCH[1]}
-	case ${BASH_REMATCH[2]} in
-	KiB) n=$((n << 10)) ;;
-	MiB) n=$((n << 20)) ;;
-	GiB) n=$((n << 30)) ;;
-	esac
-	echo "$n"
-}
+. bench/lib.sh
 MAX=$(bytes_of "$MAX_BYTES") && [ "$MAX" -gt 0 ] || fail "--max-bytes takes a size such as 64MiB or 67108864, not '$MAX_BYTES'"
 ENTRY=$((MAX < 1 << 20 ? MAX : 1 << 20)) # cache.max_entry_bytes: its default, at most max_bytes
 
@@ -79,7 +69,6 @@ if [ -z "${GATEKEEPER:-}" ]; then
 fi
 "$GATEKEEPER" version >/dev/null 2>&1 || fail "gatekeeper ($GATEKEEPER) does not run; build it (make build) or give GATEKEEPER=/path"
 
-. bench/lib.sh
 bench_setup 29306
 DB=${GK_DATABASE:-gktest}
 sql() { mariadb --no-defaults -h"${GK_PRIMARY%:*}" -P"$PRIMARY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -N -e "$1"; }
@@ -113,26 +102,6 @@ grep -q 'may read the binary log' <<<"$why" ||
 
 go build -o "$WORK/cacheflood" ./bench/cmd/cacheflood
 "$WORK/cacheflood" --prepare --primary-dsn "$(dsn "$GK_PRIMARY")" --rows "$ROWS"
-
-# low_port prints a TCP port below 32768 free on the loopback interface now: benchmarks
-# keep clear of the kernel's ephemeral range, where the clients' own ports come from.
-low_port() {
-	python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-else:
-    raise SystemExit("no free port in 20000-32000")'
-}
 
 # start_proxy NAME CACHE_MODE starts gatekeeper with CONFIG and cache.mode CACHE_MODE on
 # free ports, its log in WORK/NAME.log, and waits until it takes a login and serves its

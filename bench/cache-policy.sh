@@ -71,17 +71,7 @@ for n in "$REQUESTS" "$PHASES" "$CLIENTS" "$ROWS" "$NGROUPS" "$SEED"; do
 done
 [[ $WARMUP =~ ^[0-9]+$ ]] || fail "--warmup takes a whole number, not '$WARMUP'"
 
-# bytes_of SIZE prints SIZE, bytes or a whole number with KiB, MiB or GiB, in bytes.
-bytes_of() {
-	[[ $1 =~ ^([0-9]+)(B|KiB|MiB|GiB)?$ ]] || return 1
-	local n=${BASH_REMATCH[1]}
-	case ${BASH_REMATCH[2]} in
-	KiB) n=$((n << 10)) ;;
-	MiB) n=$((n << 20)) ;;
-	GiB) n=$((n << 30)) ;;
-	esac
-	echo "$n"
-}
+. bench/lib.sh
 MAX=$(bytes_of "$MAX_BYTES") && [ "$MAX" -gt 0 ] || fail "--max-bytes takes a size such as 1MiB or 524288, not '$MAX_BYTES'"
 ENTRY=$((MAX < 1 << 20 ? MAX : 1 << 20)) # cache.max_entry_bytes: its default, at most max_bytes
 
@@ -94,7 +84,6 @@ if [ -z "${GATEKEEPER:-}" ]; then
 fi
 "$GATEKEEPER" version >/dev/null 2>&1 || fail "gatekeeper ($GATEKEEPER) does not run; build it (make build) or give GATEKEEPER=/path"
 
-. bench/lib.sh
 bench_setup 28306
 DB=${GK_DATABASE:-gktest}
 sql() { mariadb --no-defaults -h"${GK_PRIMARY%:*}" -P"$PRIMARY_PORT" -u"$GK_USER" -p"$GK_PASSWORD" -N -e "$1"; }
@@ -127,26 +116,6 @@ grep -q 'may read the binary log' <<<"$why" ||
 
 go build -o "$WORK/cachepolicy" ./bench/cmd/cachepolicy
 "$WORK/cachepolicy" --prepare --primary-dsn "$(dsn "$GK_PRIMARY")" --rows "$ROWS" --groups "$NGROUPS"
-
-# low_port prints a TCP port below 32768 free on the loopback interface now: benchmarks
-# keep clear of the kernel's ephemeral range, where the clients' own ports come from.
-low_port() {
-	python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-else:
-    raise SystemExit("no free port in 20000-32000")'
-}
 
 # start_proxy NAME REPLACEMENT starts gatekeeper with CONFIG and cache.replacement
 # REPLACEMENT on free ports, its log in WORK/NAME.log, and waits until it takes a login

@@ -70,6 +70,39 @@ free_port() {
 		echo $((20000 + RANDOM % 20000))
 }
 
+# low_port prints a TCP port below 32768 free on the loopback interface now: benchmarks
+# keep clear of the kernel's ephemeral range, where the clients' own ports come from.
+low_port() {
+	python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+else:
+    raise SystemExit("no free port in 20000-32000")'
+}
+
+# bytes_of prints the bytes of a size written as N, NB, NKiB, NMiB or NGiB; it fails on
+# anything else.
+bytes_of() {
+	[[ $1 =~ ^([0-9]+)(B|KiB|MiB|GiB)?$ ]] || return 1
+	local n=${BASH_REMATCH[1]}
+	case ${BASH_REMATCH[2]} in
+	KiB) n=$((n << 10)) ;;
+	MiB) n=$((n << 20)) ;;
+	GiB) n=$((n << 30)) ;;
+	esac
+	echo "$n"
+}
+
 # primary_pid prints the PID of the primary's server process, read from its pid file; it
 # fails, printing nothing, when that process does not run on this machine.
 primary_pid() {

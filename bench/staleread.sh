@@ -165,26 +165,6 @@ fi
 go build -o "$WORK/staleread" ./bench/cmd/staleread
 dsn() { echo "$GK_USER:$GK_PASSWORD@tcp($1)/$DB"; }
 
-# low_port prints a TCP port below 32768 free on the loopback interface now: benchmarks
-# keep clear of the kernel's ephemeral range, where the clients' own ports come from.
-low_port() {
-	python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-else:
-    raise SystemExit("no free port in 20000-32000")'
-}
-
 # start_proxy NAME LOG [VAR=VALUE...] starts gatekeeper in pooled mode, routing to both
 # replicas with routing.consistency strong unless a VAR says otherwise (each VAR=VALUE is
 # set in its environment, e.g. GATEKEEPER_ROUTING_STRONG_RULE=global), on free ports, and
