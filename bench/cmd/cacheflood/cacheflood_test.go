@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -43,34 +42,6 @@ func TestStatementAllocations(t *testing.T) {
 	i := int64(123456789)
 	if n := testing.AllocsPerRun(100, func() { buf = statement(buf[:0], i, 10000) }); n != 0 {
 		t.Errorf("statement allocates %.0f times, want 0", n)
-	}
-}
-
-func TestParseSeries(t *testing.T) {
-	const exposition = `# HELP go_memstats_heap_inuse_bytes Number of heap bytes that are in use.
-# TYPE go_memstats_heap_inuse_bytes gauge
-go_memstats_heap_inuse_bytes 7.4866688e+07
-go_memstats_heap_alloc_bytes 6.9e+07
-go_memstats_sys_bytes 1.2e+08
-gatekeeper_cache_bytes 6.7108e+07
-gatekeeper_cache_entries 250000
-gatekeeper_cache_evictions_total 750000
-gatekeeper_cache_evictions_total_created 1.7e9
-gatekeeper_cache_refusals_total{reason="too_large"} 2
-`
-	got, err := parseSeries(strings.NewReader(exposition), memorySeries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]float64{heapInuseMetric: 7.4866688e7, heapAllocMetric: 6.9e7, goSysMetric: 1.2e8,
-		cacheBytesMetric: 6.7108e7, cacheEntriesMetric: 250000, evictionsMetric: 750000}
-	if !maps.Equal(got, want) {
-		t.Errorf("parseSeries = %v, want %v", got, want)
-	}
-	for _, bad := range []string{"go_memstats_sys_bytes", "go_memstats_sys_bytes x", `go_memstats_sys_bytes{a="b" 1`} {
-		if _, err := parseSeries(strings.NewReader(bad), memorySeries); err == nil {
-			t.Errorf("parseSeries(%q) took it, want an error", bad)
-		}
 	}
 }
 

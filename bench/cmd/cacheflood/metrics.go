@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/promtext"
 )
 
 // scrapeTimeout bounds one scrape of a proxy's metrics.
@@ -49,7 +46,7 @@ func scrape(ctx context.Context, admin string) (map[string]float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	f, err := parseSeries(resp.Body, memorySeries)
+	f, err := promtext.Sums(resp.Body, memorySeries)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
@@ -57,44 +54,4 @@ func scrape(ctx context.Context, admin string) (map[string]float64, error) {
 		return nil, fmt.Errorf("%s has no %s: the proxy does not export the Go runtime's metrics", url, heapInuseMetric)
 	}
 	return f, nil
-}
-
-// parseSeries picks the samples of the named metrics out of a Prometheus text exposition,
-// summing the samples of a name (its series, whatever their labels).
-func parseSeries(r io.Reader, names []string) (map[string]float64, error) {
-	got := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		end := strings.IndexAny(line, "{ ")
-		if end < 0 {
-			end = len(line)
-		}
-		if !slices.Contains(names, line[:end]) {
-			continue
-		}
-		rest := line[end:]
-		if strings.HasPrefix(rest, "{") {
-			// Label values may hold a brace; the value follows the last one.
-			i := strings.LastIndexByte(rest, '}')
-			if i < 0 {
-				return nil, fmt.Errorf("%q: unterminated labels", line)
-			}
-			rest = rest[i+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return nil, fmt.Errorf("%q: no value", line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", line, err)
-		}
-		got[line[:end]] += v
-	}
-	return got, sc.Err()
 }

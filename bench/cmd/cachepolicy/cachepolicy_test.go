@@ -143,34 +143,6 @@ func TestParseMix(t *testing.T) {
 	}
 }
 
-func TestParseSeries(t *testing.T) {
-	const exposition = `# HELP gatekeeper_cache_hits_total Reads answered from the result cache.
-# TYPE gatekeeper_cache_hits_total counter
-gatekeeper_cache_hits_total 1234
-gatekeeper_cache_hits_total_created 1.7e9
-gatekeeper_cache_saved_seconds_total 12.5
-gatekeeper_cache_bytes 1.048e+06
-gatekeeper_cache_refusals_total{reason="volatile"} 3
-gatekeeper_cache_refusals_total{reason="odd } name"} 4 1700000000000
-go_memstats_heap_inuse_bytes 8.8e+06
-`
-	got, err := parseSeries(strings.NewReader(exposition),
-		[]string{hitsMetric, savedMetric, bytesMetric, heapInuseMetric, "gatekeeper_cache_refusals_total", missesMetric})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]float64{hitsMetric: 1234, savedMetric: 12.5, bytesMetric: 1.048e6, heapInuseMetric: 8.8e6,
-		"gatekeeper_cache_refusals_total": 7}
-	if !maps.Equal(got, want) {
-		t.Errorf("parseSeries = %v, want %v", got, want)
-	}
-	for _, bad := range []string{"gatekeeper_cache_bytes", "gatekeeper_cache_bytes many", `gatekeeper_cache_bytes{a="b" 3`} {
-		if _, err := parseSeries(strings.NewReader(bad), []string{bytesMetric}); err == nil {
-			t.Errorf("parseSeries(%q) took it, want an error", bad)
-		}
-	}
-}
-
 func TestTypesSince(t *testing.T) {
 	kinds := testShape.kinds()
 	first := []admin.CacheTypeStats{

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/promtext"
 )
 
 // scrapeTimeout bounds one request to a proxy's admin server.
@@ -45,7 +43,7 @@ func scrape(ctx context.Context, adminAddr string) (cacheFigures, error) {
 		return nil, err
 	}
 	defer body.Close()
-	f, err := parseSeries(body, cacheSeries)
+	f, err := promtext.Sums(body, cacheSeries)
 	if err != nil {
 		return nil, fmt.Errorf("%s/metrics: %w", adminAddr, err)
 	}
@@ -103,44 +101,4 @@ func (c cancelOnClose) Close() error {
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err
-}
-
-// parseSeries picks the samples of the named metrics out of a Prometheus text exposition,
-// summing the samples of a name (its series, whatever their labels).
-func parseSeries(r io.Reader, names []string) (map[string]float64, error) {
-	got := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		end := strings.IndexAny(line, "{ ")
-		if end < 0 {
-			end = len(line)
-		}
-		if !slices.Contains(names, line[:end]) {
-			continue
-		}
-		rest := line[end:]
-		if strings.HasPrefix(rest, "{") {
-			// Label values may hold a brace; the value follows the last one.
-			i := strings.LastIndexByte(rest, '}')
-			if i < 0 {
-				return nil, fmt.Errorf("%q: unterminated labels", line)
-			}
-			rest = rest[i+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return nil, fmt.Errorf("%q: no value", line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", line, err)
-		}
-		got[line[:end]] += v
-	}
-	return got, sc.Err()
 }
