@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
 )
@@ -171,7 +172,7 @@ func TestPhaseOrder(t *testing.T) {
 
 func TestMarkdown(t *testing.T) {
 	o := options{shape: testShape, mix: "point=3,report=1", zipf: 1.1, phases: 2, requests: 100, clients: 8, seed: 1}
-	r := newResult(o, testShape.kinds())
+	r := newResult(o, testShape.kinds(), []time.Duration{800 * time.Microsecond, 0, 0, 0})
 	r.Phases = []phaseResult{
 		{Arm: "cost_aware", Phase: 1, Seconds: 1, Requests: 100, Hits: 60, Misses: 40, SavedSeconds: 0.5},
 		{Arm: "lru", Phase: 1, Seconds: 2, Requests: 100, Hits: 70, Misses: 30, SavedSeconds: 0.4},
@@ -186,19 +187,26 @@ func TestMarkdown(t *testing.T) {
 		{Name: "lru", Requests: 200, Errors: 1, FirstError: "Error 1105: boom", ActiveSeconds: 3, Hits: 120, Misses: 80,
 			SavedSeconds: 0.7, CacheBytes: 1 << 19, CacheEntries: 100, Kinds: kinds},
 	}
+	for i := range r.Arms {
+		r.Arms[i].CalibratedSavedSeconds = r.Workload.calibratedSaved(r.Arms[i].Kinds)
+	}
+	if got := r.Arms[0].CalibratedSavedSeconds; math.Abs(got-0.06) > 1e-12 {
+		t.Errorf("calibratedSaved = %v, want 75 hits × 0.8 ms = 0.06", got)
+	}
 	var b bytes.Buffer
 	r.writeMarkdown(&b)
 	out := b.String()
 	for _, want := range []string{
-		"| cost_aware | 200 | 100 | 55.0% | 110 | 90 | 0.70 | 0.350 | 5 | 1.00 | 300 | 20.0 | 40.0 | 41.0 | 0 |",
-		"| lru | 200 | 67 | 60.0% | 120 | 80 | 0.70 | 0.233 | 0 | 0.50 | 100 | 0.0 | — | — | 1 (Error 1105: boom) |",
-		"| point | 20000 | 75% | cost_aware | 150 | 2.00 | 0.200 | 50.0% | 0.03 | 0.400 |",
-		"| report | 161 | 25% | lru | 0 | 0.00 | 0.000 | 0.0% | 0.00 | 0.000 |",
+		"| cost_aware | 200 | 100 | 55.0% | 110 | 90 | 0.70 | 0.350 | 0.030 | 5 | 1.00 | 300 | 20.0 | 40.0 | 41.0 | 0 |",
+		"| lru | 200 | 67 | 60.0% | 120 | 80 | 0.70 | 0.233 | 0.020 | 0 | 0.50 | 100 | 0.0 | — | — | 1 (Error 1105: boom) |",
+		"| point | 20000 | 75% | 0.800 | cost_aware | 150 | 2.00 | 0.200 | 50.0% | 0.03 | 0.400 |",
+		"| report | 161 | 25% | — | lru | 0 | 0.00 | 0.000 | 0.0% | 0.00 | 0.000 |",
 		"| phase | cost_aware saved s per s | cost_aware hit ratio | lru saved s per s | lru hit ratio |",
 		"| 1 | 0.500 | 60.0% | 0.200 | 70.0% |",
 		"| 2 | 0.200 | 50.0% | 0.300 | 50.0% |",
 		"- cost_aware saved 0.350 s of database time per second against lru's 0.233 (1.50×), more in 1 of 2 phases;",
 		"RSS 40.0 MiB against — MiB",
+		"- At each kind's calibrated cost (its time alone on the primary), cost_aware's hits saved 0.030 s a second against lru's 0.020 (1.50×).",
 		"- Working set: every key's result once, in column bytes, 39.1 MiB (point 39.1, range 0.0, report 0.0, bigreport 0.0), 39× cache.max_bytes (1.00 MiB).",
 	} {
 		if !strings.Contains(out, want) {

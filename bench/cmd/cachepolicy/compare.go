@@ -15,8 +15,9 @@ import (
 
 // compare runs the warm-up on each arm, then the measured phases, the arms taking turns,
 // and returns what each did.
-func compare(ctx context.Context, arms []*arm, kinds []kind, tr []request, o options, stderr io.Writer) (*result, error) {
-	res := newResult(o, kinds)
+func compare(ctx context.Context, arms []*arm, kinds []kind, tr []request, costs []time.Duration, o options,
+	stderr io.Writer) (*result, error) {
+	res := newResult(o, kinds, costs)
 	if o.warmup > 0 {
 		for _, a := range arms {
 			took, t := a.drive(ctx, kinds, tr[:o.warmup])
@@ -52,6 +53,7 @@ func compare(ctx context.Context, arms []*arm, kinds []kind, tr []request, o opt
 		if err != nil {
 			return nil, err
 		}
+		ar.CalibratedSavedSeconds = res.Workload.calibratedSaved(ar.Kinds)
 		res.Arms = append(res.Arms, ar)
 	}
 	return res, nil

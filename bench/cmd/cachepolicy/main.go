@@ -30,6 +30,11 @@
 // /metrics before and after each of its phases, and its per-type figures from
 // /api/v1/cache at the start and end of the measured phases.
 //
+// With --primary-dsn, each kind's cost on its own is measured first (--calibrate): the
+// mean time of its requests sent one at a time straight to the primary. The report then
+// also values each arm's hits at those costs, which do not depend on how busy the database
+// was when an arm filled its results (the proxy's own measure does).
+//
 // The exit status is 0 when the run completed (the caller judges the figures), 1 when it
 // failed or more than 1% of the requests failed, 2 for bad flags. bench/cache-policy.sh
 // runs it against two proxies, cost_aware and lru.
@@ -45,6 +50,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // maxErrorShare is the share of failed requests past which the run fails.
@@ -61,6 +67,7 @@ type options struct {
 	zipf               float64
 	warmup, requests   int
 	phases, clients    int
+	calibrate          int
 	seed               uint64
 	json               string
 }
@@ -108,7 +115,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Var(&o.dsns, "dsn", "go-sql-driver DSN of an arm's proxy, e.g. gk:gk@tcp(127.0.0.1:6033)/gktest (repeatable)")
 	fs.Var(&o.admins, "admin", "an arm's admin address, host:port, for /metrics and /api/v1/cache (repeatable)")
 	fs.Var(&o.pids, "pid", "an arm's proxy process, whose VmRSS and VmHWM are reported (repeatable; 0: not read)")
-	fs.StringVar(&o.primaryDSN, "primary-dsn", "", "DSN straight to the primary, where --prepare creates cp_items")
+	fs.StringVar(&o.primaryDSN, "primary-dsn", "", "DSN straight to the primary, where --prepare creates cp_items and --calibrate measures each kind's cost")
 	fs.BoolVar(&o.prepare, "prepare", false, "create and fill cp_items on --primary-dsn, then exit")
 	fs.IntVar(&o.shape.rows, "rows", 20000, "rows of cp_items (ids 1..rows)")
 	fs.IntVar(&o.shape.groups, "groups", 200, "values of cp_items.grp, spread over the rows")
@@ -122,6 +129,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.phases, "phases", 10, "measured phases of each arm")
 	fs.IntVar(&o.clients, "clients", 8, "client goroutines, each on a connection of its own to each arm")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the trace")
+	fs.IntVar(&o.calibrate, "calibrate", 100, "before the run, send this many requests of each kind straight to --primary-dsn, one at a time, for each kind's cost on its own (0, or no --primary-dsn: not measured)")
 	fs.StringVar(&o.json, "json", "", "also write the result to this file as JSON")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -157,8 +165,8 @@ func (o options) validate() error {
 		return fmt.Errorf("--arm names %q: give a different one to each arm", o.arms)
 	case o.zipf <= 1:
 		return errors.New("--zipf must be more than 1")
-	case o.warmup < 0 || o.requests < 1 || o.phases < 1 || o.clients < 1:
-		return errors.New("--requests, --phases and --clients must be at least 1, --warmup at least 0")
+	case o.warmup < 0 || o.requests < 1 || o.phases < 1 || o.clients < 1 || o.calibrate < 0:
+		return errors.New("--requests, --phases and --clients must be at least 1, --warmup and --calibrate at least 0")
 	}
 	return nil
 }
@@ -181,6 +189,13 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	kinds := o.shape.kinds()
 	weights, _ := parseMix(o.mix, kinds) // validated
 	tr := newTrace(kinds, weights, o.zipf, o.warmup+o.phases*o.requests, o.seed)
+	var costs []time.Duration
+	if o.primaryDSN != "" && o.calibrate > 0 {
+		var err error
+		if costs, err = calibrate(ctx, o.primaryDSN, kinds, tr, o.calibrate); err != nil {
+			return err
+		}
+	}
 	arms := make([]*arm, len(o.dsns))
 	for i := range arms {
 		pid := 0
@@ -194,7 +209,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		defer a.close()
 		arms[i] = a
 	}
-	res, err := compare(ctx, arms, kinds, tr, o, stderr)
+	res, err := compare(ctx, arms, kinds, tr, costs, o, stderr)
 	if err != nil {
 		return err
 	}

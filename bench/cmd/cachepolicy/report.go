@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // result is a run: the workload, each arm's totals over its measured phases, and each
@@ -35,16 +36,42 @@ type kindInfo struct {
 	Keys   int    `json:"keys"`
 	Weight int    `json:"weight"`
 	Sample string `json:"sample"`
+	// CalibratedMS is its mean time straight on the primary, one request at a time; 0
+	// when not measured.
+	CalibratedMS float64 `json:"calibrated_ms"`
 }
 
-func newResult(o options, kinds []kind) *result {
+func newResult(o options, kinds []kind, costs []time.Duration) *result {
 	weights, _ := parseMix(o.mix, kinds)
 	w := workload{Rows: o.shape.rows, Groups: o.shape.groups, Zipf: o.zipf, Seed: o.seed, Warmup: o.warmup,
 		Phases: o.phases, PerArm: o.requests, Clients: o.clients}
 	for i, k := range kinds {
-		w.Kinds = append(w.Kinds, kindInfo{Name: k.name, What: k.what, Keys: k.keys, Weight: weights[i], Sample: k.text(0)})
+		ki := kindInfo{Name: k.name, What: k.what, Keys: k.keys, Weight: weights[i], Sample: k.text(0)}
+		if costs != nil {
+			ki.CalibratedMS = costs[i].Seconds() * 1000
+		}
+		w.Kinds = append(w.Kinds, ki)
 	}
 	return &result{Workload: w}
+}
+
+// calibrated tells whether the kinds' costs were measured on their own.
+func (w workload) calibrated() bool {
+	for _, k := range w.Kinds {
+		if k.CalibratedMS > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// calibratedSaved values an arm's hits of each kind at the kind's calibrated cost.
+func (w workload) calibratedSaved(kinds []kindResult) float64 {
+	var s float64
+	for i, k := range w.Kinds {
+		s += float64(kinds[i].Hits) * k.CalibratedMS / 1000
+	}
+	return s
 }
 
 // armResult is one arm over its measured phases. The cache's size, the heap and the
@@ -58,11 +85,14 @@ type armResult struct {
 	Hits          float64 `json:"hits"`
 	Misses        float64 `json:"misses"`
 	// SavedSeconds is the database time the hits saved (gatekeeper_cache_saved_seconds_total).
-	SavedSeconds   float64 `json:"saved_seconds"`
-	Evictions      float64 `json:"evictions_total"`
-	CacheBytes     float64 `json:"cache_bytes"`
-	CacheEntries   float64 `json:"cache_entries"`
-	HeapInuseBytes float64 `json:"heap_inuse_bytes"`
+	SavedSeconds float64 `json:"saved_seconds"`
+	// CalibratedSavedSeconds values the hits of each kind (from /api/v1/cache) at the
+	// kind's calibrated cost; 0 when not measured.
+	CalibratedSavedSeconds float64 `json:"calibrated_saved_seconds"`
+	Evictions              float64 `json:"evictions_total"`
+	CacheBytes             float64 `json:"cache_bytes"`
+	CacheEntries           float64 `json:"cache_entries"`
+	HeapInuseBytes         float64 `json:"heap_inuse_bytes"`
 	// MaxBytes is the cache's bound, cache.max_bytes.
 	MaxBytes int64 `json:"max_bytes"`
 	// RSSBytes and PeakRSSBytes are the proxy's VmRSS and VmHWM; 0 when not read.
@@ -75,7 +105,10 @@ func (a armResult) hitRatio() float64 { return ratio(a.Hits, a.Hits+a.Misses) }
 
 // savedPerSecond is the database time saved per second of the arm's measured phases.
 func (a armResult) savedPerSecond() float64 { return ratio(a.SavedSeconds, a.ActiveSeconds) }
-func (a armResult) throughput() float64     { return ratio(float64(a.Requests), a.ActiveSeconds) }
+func (a armResult) calibratedPerSecond() float64 {
+	return ratio(a.CalibratedSavedSeconds, a.ActiveSeconds)
+}
+func (a armResult) throughput() float64 { return ratio(float64(a.Requests), a.ActiveSeconds) }
 
 // kindResult is what one kind of read did on an arm: at the client, and in the cache (from
 // /api/v1/cache's type of its statements).
@@ -151,23 +184,29 @@ const mib = 1 << 20
 // writeMarkdown writes the arms' table, the kinds' table, each phase's figures and what
 // the first arm did against each other.
 func (r *result) writeMarkdown(w io.Writer) {
-	fmt.Fprintln(w, "| arm | requests | requests/s | hit ratio | hits | misses | database s saved | saved s per s | evictions | cache MiB | entries | heap in use MiB | RSS MiB | peak RSS MiB | errors |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| arm | requests | requests/s | hit ratio | hits | misses | database s saved | saved s per s | "+
+		"saved s per s at calibrated costs | evictions | cache MiB | entries | heap in use MiB | RSS MiB | peak RSS MiB | errors |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, a := range r.Arms {
 		errs := fmt.Sprint(a.Errors)
 		if a.Errors > 0 {
 			errs += " (" + clip(a.FirstError, 60) + ")"
 		}
-		fmt.Fprintf(w, "| %s | %d | %.0f | %.1f%% | %.0f | %.0f | %.2f | %.3f | %.0f | %.2f | %.0f | %.1f | %s | %s | %s |\n",
+		calibrated := "—"
+		if r.Workload.calibrated() {
+			calibrated = fmt.Sprintf("%.3f", a.calibratedPerSecond())
+		}
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.1f%% | %.0f | %.0f | %.2f | %.3f | %s | %.0f | %.2f | %.0f | %.1f | %s | %s | %s |\n",
 			a.Name, a.Requests, a.throughput(), 100*a.hitRatio(), a.Hits, a.Misses, a.SavedSeconds, a.savedPerSecond(),
-			a.Evictions, a.CacheBytes/mib, a.CacheEntries, a.HeapInuseBytes/mib, mibOrDash(a.RSSBytes), mibOrDash(a.PeakRSSBytes), errs)
+			calibrated, a.Evictions, a.CacheBytes/mib, a.CacheEntries, a.HeapInuseBytes/mib, mibOrDash(a.RSSBytes), mibOrDash(a.PeakRSSBytes), errs)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "By kind of read (hit ratio and saved time from /api/v1/cache's type of the kind's statements; cost")
-	fmt.Fprintln(w, "per hit: the saved time over the hits, the database time the proxy measured for those results):")
+	fmt.Fprintln(w, "per hit: the saved time over the hits, the database time the proxy measured for those results;")
+	fmt.Fprintln(w, "alone: the kind's mean time straight on the primary, one request at a time, before the run):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| kind | keys | share | arm | requests | result KiB | client mean ms | hit ratio | database s saved | cost per hit ms |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| kind | keys | share | alone ms | arm | requests | result KiB | client mean ms | hit ratio | database s saved | cost per hit ms |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
 	total := 0
 	for _, k := range r.Workload.Kinds {
 		total += k.Weight
@@ -175,8 +214,12 @@ func (r *result) writeMarkdown(w io.Writer) {
 	for i, k := range r.Workload.Kinds {
 		for _, a := range r.Arms {
 			kr := a.Kinds[i]
-			fmt.Fprintf(w, "| %s | %d | %.0f%% | %s | %d | %.2f | %.3f | %.1f%% | %.2f | %.3f |\n",
-				k.Name, k.Keys, 100*ratio(float64(k.Weight), float64(total)), a.Name, kr.Requests, kr.MeanBytes/1024,
+			alone := "—"
+			if k.CalibratedMS > 0 {
+				alone = fmt.Sprintf("%.3f", k.CalibratedMS)
+			}
+			fmt.Fprintf(w, "| %s | %d | %.0f%% | %s | %s | %d | %.2f | %.3f | %.1f%% | %.2f | %.3f |\n",
+				k.Name, k.Keys, 100*ratio(float64(k.Weight), float64(total)), alone, a.Name, kr.Requests, kr.MeanBytes/1024,
 				kr.MeanMS, 100*ratio(float64(kr.Hits), float64(kr.Lookups)), kr.SavedSeconds,
 				1000*ratio(kr.SavedSeconds, float64(kr.Hits)))
 		}
@@ -240,14 +283,16 @@ func (r *result) verdicts() []string {
 				more++
 			}
 		}
-		times := "—"
-		if b.savedPerSecond() > 0 {
-			times = fmt.Sprintf("%.2f×", a.savedPerSecond()/b.savedPerSecond())
-		}
+		times := timesOrDash(a.savedPerSecond(), b.savedPerSecond())
 		lines = append(lines, fmt.Sprintf("%s saved %.3f s of database time per second against %s's %.3f (%s), "+
 			"more in %d of %d phases; hit ratio %.1f%% against %.1f%%; %.0f requests/s against %.0f.",
 			a.Name, a.savedPerSecond(), b.Name, b.savedPerSecond(), times, more, r.Workload.Phases,
 			100*a.hitRatio(), 100*b.hitRatio(), a.throughput(), b.throughput()))
+		if r.Workload.calibrated() {
+			lines = append(lines, fmt.Sprintf("At each kind's calibrated cost (its time alone on the primary), %s's hits saved %.3f s a second "+
+				"against %s's %.3f (%s).", a.Name, a.calibratedPerSecond(), b.Name, b.calibratedPerSecond(),
+				timesOrDash(a.calibratedPerSecond(), b.calibratedPerSecond())))
+		}
 		lines = append(lines, fmt.Sprintf("Memory: %s's cache held %.2f MiB in %.0f entries, %s's %.2f MiB in %.0f; "+
 			"RSS %s MiB against %s MiB (peak %s against %s).",
 			a.Name, a.CacheBytes/mib, a.CacheEntries, b.Name, b.CacheBytes/mib, b.CacheEntries,
@@ -270,6 +315,14 @@ func (r *result) workingSet() string {
 	}
 	return fmt.Sprintf("Working set: every key's result once, in column bytes, %.1f MiB (%s), %.0f× cache.max_bytes (%.2f MiB).",
 		all/mib, strings.Join(parts, ", "), ratio(all, float64(a.MaxBytes)), float64(a.MaxBytes)/mib)
+}
+
+// timesOrDash says a/b as a factor, or — when b is 0.
+func timesOrDash(a, b float64) string {
+	if b <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
 }
 
 // mibOrDash is n bytes in MiB, or — when it was not read.
