@@ -297,7 +297,11 @@ func TestCacheRules(t *testing.T) {
 		set, _, err := wiringRules(p, []config.Rule{{Name: fmt.Sprintf("r%d", i), Match: config.RuleMatch{Table: "shapes_t2"}, Cache: "on"}})
 		require.NoError(t, err)
 		p.SetRules(set)
-		time.Sleep(10 * time.Millisecond)
+		name := fmt.Sprintf("r%d", i)
+		waitFor(t, 5*time.Second, "the readers to go through rule "+name, func() bool {
+			st := p.Rules().Snapshot()
+			return len(st) == 1 && st[0].Name == name && st[0].Matches > 0
+		})
 	}
 	close(stop)
 	wg.Wait()
@@ -321,11 +325,13 @@ func TestCacheRuleMaxConcurrent(t *testing.T) {
 	stop := make(chan struct{})
 	var peak atomic.Int64
 	go func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-tick.C:
 			}
 			var n int64
 			if err := monitor.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(0.05) /* rule */%'").Scan(&n); err == nil {
@@ -336,7 +342,6 @@ func TestCacheRuleMaxConcurrent(t *testing.T) {
 					}
 				}
 			}
-			time.Sleep(2 * time.Millisecond)
 		}
 	}()
 	for range clients {
@@ -410,12 +415,13 @@ func TestCacheTTLRule(t *testing.T) {
 		return n
 	}
 	const ttlRead, strongRead = "SELECT n AS ttl_n FROM cache_ttl WHERE id = 1", "SELECT n FROM cache_ttl WHERE id = 1"
+	filled := time.Now() // the TTL entry is filled after this, and lives 1s from then
 	require.Equal(t, 0, read(ttlRead))
 	require.Equal(t, 0, read(strongRead))
 	_, err = primary.Exec("UPDATE cache_ttl SET n = 1 WHERE id = 1")
 	require.NoError(t, err)
 	require.Equal(t, 0, read(ttlRead), "the TTL entry was not served within its time to live")
 	require.Equal(t, 1, read(strongRead), "a strong read missed the write")
-	time.Sleep(1100 * time.Millisecond)
-	require.Equal(t, 1, read(ttlRead), "the TTL entry was served past its time to live")
+	waitFor(t, 2*time.Second, "the TTL entry to expire", func() bool { return read(ttlRead) == 1 })
+	require.GreaterOrEqual(t, time.Since(filled), time.Second, "the TTL entry expired before its time to live")
 }
