@@ -48,9 +48,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/listflag"
 )
 
 // maxErrorShare is the share of failed requests past which the run fails.
@@ -58,8 +59,8 @@ const maxErrorShare = 0.01
 
 type options struct {
 	// arms, dsns, admins and pids describe the proxies compared, in the same order.
-	arms, dsns, admins stringList
-	pids               intList
+	arms, dsns, admins listflag.Strings
+	pids               listflag.Ints
 	primaryDSN         string
 	prepare            bool
 	shape              shape
@@ -70,25 +71,6 @@ type options struct {
 	calibrate          int
 	seed               uint64
 	json               string
-}
-
-// stringList is a flag that may be given more than once.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, " ") }
-func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
-
-// intList is a whole-number flag that may be given more than once.
-type intList []int
-
-func (l *intList) String() string { return fmt.Sprint([]int(*l)) }
-func (l *intList) Set(s string) error {
-	var n int
-	if _, err := fmt.Sscan(s, &n); err != nil {
-		return fmt.Errorf("%q is not a whole number", s)
-	}
-	*l = append(*l, n)
-	return nil
 }
 
 func main() {

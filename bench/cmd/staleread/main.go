@@ -69,6 +69,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/listflag"
 )
 
 // maxErrorShare is the share of failed operations past which the run fails.
@@ -80,9 +82,9 @@ var errTooManyErrors = errors.New("more than 1% of the operations failed")
 type options struct {
 	// dsns are the arms' proxies, metrics their endpoints and armNames their names, in
 	// the same order.
-	dsns, metrics, armNames   stringList
+	dsns, metrics, armNames   listflag.Strings
 	primaryDSN, writeDSN      string
-	replicaDSNs, readDSNs     stringList
+	replicaDSNs, readDSNs     listflag.Strings
 	hotTable                  bool
 	tables, rows, connections int
 	pairs                     int
@@ -99,12 +101,6 @@ type options struct {
 	seed                      uint64
 	flags                     map[string]string // every flag's value, for the report
 }
-
-// stringList is a flag that may be given more than once.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, " ") }
-func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func main() {
 	o, err := parseFlags(os.Args[1:])
