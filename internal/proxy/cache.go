@@ -225,7 +225,7 @@ func (s *session) fresh(p *plan, e *cache.Entry) (fresh, known bool) {
 		return false, false
 	}
 	c := s.cache
-	mode := s.routes.ModeOf(p.stmt.Tables)
+	mode := s.routes.ModeOf(p.stmt.Tables, p.rules.mode)
 	if mode == replicas.Eventual && !e.Expires.IsZero() {
 		return true, true
 	}

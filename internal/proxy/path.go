@@ -166,7 +166,7 @@ func (s *session) refusePinOnReplica() (keep bool) {
 // a read-only transaction on a replica) runs there.
 func (s *session) route(p *plan) {
 	if !s.unit.open && !s.link.held() && s.routes != nil {
-		u := routing.Unit{Stmt: p.stmt.routedBy(p.op), InTxn: s.inTxn, Autocommit: s.autocommit}
+		u := routing.Unit{Stmt: p.stmt.routedBy(p.op), InTxn: s.inTxn, Autocommit: s.autocommit, Rule: p.rules.mode}
 		if p.routedToPrimary() {
 			u.Stmt = nil // a query rule keeps it on the primary
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/classify"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 	"github.com/gatekeeperdb/gatekeeper/internal/rules"
 )
 
@@ -17,7 +18,9 @@ import (
 // it is built in.
 type ruleState struct {
 	verdict rules.Verdict
-	st      rules.Statement
+	// mode is the consistency a rule asks of the statement, over its hint.
+	mode routing.Rule
+	st   rules.Statement
 }
 
 // applyRules is the query rules' step, right after classification: it decides what the
@@ -26,7 +29,7 @@ type ruleState struct {
 // tells whether the session goes on.
 func (s *session) applyRules(p *plan) (ok, keep bool) {
 	r := &p.rules
-	r.verdict = rules.Verdict{}
+	r.verdict, r.mode = rules.Verdict{}, routing.Rule{}
 	set := s.rules.Load()
 	if set.Len() == 0 || !p.stmt.valid || (p.op != mysql.COM_QUERY && p.op != mysql.COM_STMT_EXECUTE) {
 		return true, true
@@ -41,10 +44,9 @@ func (s *session) applyRules(p *plan) (ok, keep bool) {
 		s.sendError(errDenied(v.Deny.Name, v.Deny.Deny))
 		return false, s.client.IOErr() == nil
 	}
-	if v.Consistency != "" && p.stmt.Tables != nil {
-		if c, err := replicas.ParseConsistency(v.Consistency); err == nil {
-			p.stmt.Tables.SetConsistency(c)
-		}
+	if v.Consistency != "" {
+		c, err := replicas.ParseConsistency(v.Consistency) // validated with the rules
+		r.mode = routing.Rule{Mode: c, Set: err == nil}
 	}
 	if v.Route == rules.RouteReplica && !s.inTxn && s.autocommit && p.stmt.Kind != classify.Read {
 		// The rule vouches that the statement only reads.

@@ -37,6 +37,3 @@ func (t *Tables) ReadTables() (keys [][]byte, unknown bool) { return t.read, t.r
 
 // Keys returns the keys of the tables t reads and writes. The slices are t's own.
 func (t *Tables) Keys() (read, written [][]byte) { return t.read, t.written }
-
-// SetConsistency sets what a read of t must see, as a /* gk:consistency=... */ hint does.
-func (t *Tables) SetConsistency(c replicas.Consistency) { t.consistency = int8(c) }

@@ -38,6 +38,15 @@ type Unit struct {
 	SessionReadOnly bool
 	// Key is the unit's request type, whose estimated cost balancing counts.
 	Key uint64
+	// Rule is the consistency a query rule asks of the unit, over the statement's hint.
+	Rule Rule
+}
+
+// Rule is a consistency asked of a statement from outside it, by a query rule; the zero
+// Rule asks nothing.
+type Rule struct {
+	Mode replicas.Consistency
+	Set  bool
 }
 
 // Session is a client session's side of routing: its consistency, the position of its own
@@ -121,7 +130,7 @@ func (s *Session) decide(ctx context.Context, u *Unit) Decision {
 		// The whole transaction reads from one replica that has every write its
 		// consistency needs: it may read any table.
 		s.txn = Tables{readUnknown: true, consistency: st.Tables.consistency, sessionKey: st.Tables.sessionKey}
-		return s.read(ctx, &s.txn, u.Key)
+		return s.read(ctx, &s.txn, u)
 	}
 	switch {
 	case st.Kind == classify.Write || st.Kind == classify.LockingRead || st.Kind == classify.DDL:
@@ -135,7 +144,7 @@ func (s *Session) decide(ctx context.Context, u *Unit) Decision {
 	case st.Uses != 0 || u.Cursor:
 		return Decision{Reason: Pinned}
 	}
-	return s.read(ctx, st.Tables, u.Key)
+	return s.read(ctx, st.Tables, u)
 }
 
 // startsReadOnly tells whether the unit starts a read-only transaction that may run on a
@@ -149,11 +158,10 @@ func (s *Session) startsReadOnly(u *Unit) bool {
 	return st.ReadOnly || st.StartsTxn && st.Uses == 0 && u.SessionReadOnly
 }
 
-// read routes a read of t, of request type key: to a replica that qualifies, else the
-// primary.
-func (s *Session) read(ctx context.Context, t *Tables, key uint64) Decision {
-	cost := s.p.cost(key)
-	mode := s.ModeOf(t)
+// read routes the read of t that starts u: to a replica that qualifies, else the primary.
+func (s *Session) read(ctx context.Context, t *Tables, u *Unit) Decision {
+	cost := s.p.cost(u.Key)
+	mode := s.ModeOf(t, u.Rule)
 	b, waited := s.pick(ctx, t, mode, cost)
 	switch {
 	case b == nil:
@@ -164,8 +172,12 @@ func (s *Session) read(ctx context.Context, t *Tables, key uint64) Decision {
 	return Decision{To: b, Reason: Routed, Need: s.need, Cost: cost, Mode: mode}
 }
 
-// ModeOf returns what a read of t must see: its hint, else the session's consistency.
-func (s *Session) ModeOf(t *Tables) replicas.Consistency {
+// ModeOf returns what a read of t must see: a rule's consistency, else its hint, else the
+// session's consistency.
+func (s *Session) ModeOf(t *Tables, r Rule) replicas.Consistency {
+	if r.Set {
+		return r.Mode
+	}
 	if t.consistency >= 0 {
 		return replicas.Consistency(t.consistency)
 	}
