@@ -32,6 +32,31 @@ type AutoConfig struct {
 	// target of 2 keeps the database's processors busy with about as many units again
 	// waiting inside it. Default 2.5.
 	Stretch float64
+	// Law is the rule that moves the capacity: LawGradient (the default) or LawRules, the
+	// controller of earlier releases, kept selectable so that the two can be compared.
+	Law Law
+}
+
+// Law is the adaptive capacity's control law.
+type Law uint8
+
+const (
+	// LawGradient moves the capacity in proportion to the error of the stretch after a
+	// multiplicative start, and probes the time alone on a schedule (see gradient.go).
+	LawGradient Law = iota
+	// LawRules is the controller of earlier releases: fixed steps judged by descents,
+	// climbs and probes (see judge.go).
+	LawRules
+)
+
+// Laws lists the laws by their configuration names.
+var Laws = map[string]Law{"gradient": LawGradient, "rules": LawRules}
+
+func (l Law) String() string {
+	if l == LawRules {
+		return "rules"
+	}
+	return "gradient"
 }
 
 // withDefaults fills in the settings left 0.
@@ -206,6 +231,17 @@ type AutoState struct {
 	// Solo the solo checks and SoloUnits the units timed alone.
 	Moved, Solo, SoloUnits uint64
 	Decided                [numDecisions]uint64
+	// Law is the control law; Phase where it stands (start, settle, or probe during a solo
+	// check). Error is the last window's target over the stretch it moved by (1: on target;
+	// over 1: room for more units; 0: the window did not measure it), and Move the ratio of
+	// the capacity set at its end to the one before (1: held).
+	Law   Law
+	Phase Phase
+	Error float64
+	Move  float64
+	// Probing is the time spent in solo checks since start: the cost of measuring the time
+	// alone, during which units ran one at a time.
+	Probing time.Duration
 }
 
 // adjuster is the adaptive capacity's state; it lives under the controller's lock.
@@ -335,7 +371,9 @@ type adjuster struct {
 	prevWork     float64
 	// par holds the parallelism of the last three windows that told it, the last
 	// first (0: none yet); state.MaxRunning is the bound on running units it sets.
-	par   [3]float64
+	par [3]float64
+	// grad is the gradient law's state (see gradient.go).
+	grad  gradient
 	state AutoState
 }
 
@@ -352,7 +390,9 @@ type reading struct {
 func (u *adjuster) reset(cfg AutoConfig, now time.Time) {
 	cfg = cfg.withDefaults()
 	*u = adjuster{cfg: cfg, start: now, areaAt: now, waitAt: now, solo: map[uint64]soloTime{}, windows: soloEvery, every: soloEvery, blind: true}
-	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Target: cfg.Stretch}
+	u.grad.rng, u.grad.since = uint64(now.UnixNano())|1, gradFarEvery // a blind start probes at once
+	u.state = AutoState{Enabled: cfg.Enabled, Min: cfg.Min, Max: cfg.Max, Target: cfg.Stretch, Law: cfg.Law}
+	u.state.Phase = u.phase()
 }
 
 // noteQueued notes that a unit waited for capacity in the window.
@@ -426,6 +466,10 @@ type move struct {
 // adapt ends the window if it is over at now, r, and returns the capacity it decides on,
 // set when it does not move it.
 func (u *adjuster) adapt(now time.Time, set time.Duration, r reading) time.Duration {
+	if u.cfg.Law == LawGradient {
+		return u.adaptGradient(now, set, r)
+	}
+	defer func() { u.state.Phase = u.phase() }()
 	w, over := u.measure(now, r)
 	if !over {
 		return set
@@ -445,8 +489,19 @@ func (u *adjuster) adapt(now time.Time, set time.Duration, r reading) time.Durat
 // seconds, not minutes.
 func (u *adjuster) measure(now time.Time, r reading) (w windowStats, over bool) {
 	a := u.cfg
-	w.dt = now.Sub(u.start)
 	early := min(a.Interval/4, earlyWindow) // the shortest window
+	w, ok := u.window(now, r, early, u.warm)
+	if !ok || w.dt < a.Interval && !w.alone && (u.warm || w.n < minTuneSamples) {
+		return w, false
+	}
+	return w, true
+}
+
+// window reads the window at now, r, once it is at least early long (ok), outside solo
+// checks. smooth: the level is the median of this window's stretch and the two before.
+func (u *adjuster) window(now time.Time, r reading, early time.Duration, smooth bool) (w windowStats, ok bool) {
+	a := u.cfg
+	w.dt = now.Sub(u.start)
 	if !a.Enabled || w.dt < early || u.checking {
 		return w, false
 	}
@@ -462,7 +517,7 @@ func (u *adjuster) measure(now time.Time, r reading) (w windowStats, over bool) 
 	// Once settled the capacity moves by the median of this window's stretch and the two
 	// before, so that one window's outlier does not move it by half and back.
 	w.level = w.stretch
-	if u.warm && w.n >= minTuneSamples && u.recent[1] > 0 {
+	if smooth && w.n >= minTuneSamples && u.recent[1] > 0 {
 		w.level = median3(w.stretch, u.recent[0], u.recent[1])
 	}
 	// alone: about one unit ran at a time while others waited, through the window, or
@@ -471,9 +526,6 @@ func (u *adjuster) measure(now time.Time, r reading) (w windowStats, over bool) 
 	// runs alone too, in a database already past its knee; the stretch tells them apart.)
 	spell := !u.spellAt.IsZero() && now.Sub(u.spellAt) >= early && w.n > 0 && w.stretch < a.Stretch
 	w.alone = w.queued && (w.conc < 1.5 || spell)
-	if w.dt < a.Interval && !w.alone && (u.warm || w.n < minTuneSamples) {
-		return w, false
-	}
 	w.rate = float64(u.completed) / w.dt.Seconds()
 	w.work = u.costs.Seconds() / w.dt.Seconds()
 	if u.prevRate > 0 {
@@ -637,6 +689,10 @@ func (u *adjuster) record(capacity, set, next time.Duration, d Decision, byStret
 	}
 	u.state.Last = d
 	u.state.Decided[d]++
+	u.state.Move, u.state.Error = float64(next)/float64(set), 0
+	if w.n >= minTuneSamples && w.level > 0 {
+		u.state.Error = u.cfg.Stretch / w.level
+	}
 	if d != DecisionStall {
 		// A stall is not what the next window is compared with: the window before it is.
 		u.prevRate, u.prevStr, u.prevWork = w.rate, w.stretch, w.work

@@ -164,54 +164,78 @@ func autoConfig(start time.Duration) Config {
 		Auto: AutoConfig{Enabled: true, Min: 5 * time.Millisecond, Max: 10 * time.Second}}
 }
 
+// rulesConfig is autoConfig under the rules of earlier releases (LawRules).
+func rulesConfig(start time.Duration) Config {
+	cfg := autoConfig(start)
+	cfg.Auto.Law = LawRules
+	return cfg
+}
+
+// forEachLaw runs a test of what every law must do under each, with its autoConfig.
+func forEachLaw(t *testing.T, test func(t *testing.T, autoConfig func(time.Duration) Config)) {
+	for _, law := range []Law{LawGradient, LawRules} {
+		t.Run(law.String(), func(t *testing.T) {
+			test(t, func(start time.Duration) Config {
+				cfg := autoConfig(start)
+				cfg.Auto.Law = law
+				return cfg
+			})
+		})
+	}
+}
+
 // TestAutoCapacityFindsTheKnee starts below and above the knee of a 4-core database (10 ms
 // units: the knee is 4 units, 40 ms of cost; the 64 clients hold 640 ms) and checks that
 // the capacity settles where units run 2.5 times as long as alone (the default target): 10
 // units, 100 ms, with the database's throughput close to its peak.
 func TestAutoCapacityFindsTheKnee(t *testing.T) {
-	for _, start := range []time.Duration{5 * time.Millisecond, 400 * time.Millisecond} {
-		db := newPSDatabase(t, autoConfig(start), 64, 4)
-		db.run(60 * time.Second)
-		var caps []float64
-		rate := 0.0
-		for range 20 {
-			rate += db.run(time.Second) / 20
-			caps = append(caps, db.ctl.Snapshot().Capacity.Seconds())
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		for _, start := range []time.Duration{5 * time.Millisecond, 400 * time.Millisecond} {
+			db := newPSDatabase(t, autoConfig(start), 64, 4)
+			db.run(60 * time.Second)
+			var caps []float64
+			rate := 0.0
+			for range 20 {
+				rate += db.run(time.Second) / 20
+				caps = append(caps, db.ctl.Snapshot().Capacity.Seconds())
+			}
+			mean := 0.0
+			for _, c := range caps {
+				mean += c / float64(len(caps))
+			}
+			// Peak: 4 cores / 10 ms = 400 units a second.
+			require.Greater(t, rate, 0.9*400, "start %s: throughput", start)
+			require.InDelta(t, 0.1, mean, 0.025, "start %s: capacity %v", start, caps)
+			require.InDelta(t, 2.5, db.ctl.Snapshot().Auto.Stretch, 0.4, "start %s: stretch", start)
+			s := db.ctl.Snapshot().Auto
+			require.True(t, s.Enabled)
+			require.NotZero(t, s.Moved)
+			require.NotZero(t, s.Solo, "solo checks")
+			require.NotZero(t, s.SoloUnits, "units timed alone")
+			require.InDelta(t, 10*time.Millisecond, s.Alone, float64(1500*time.Microsecond), "start %s: time alone", start)
 		}
-		mean := 0.0
-		for _, c := range caps {
-			mean += c / float64(len(caps))
-		}
-		// Peak: 4 cores / 10 ms = 400 units a second.
-		require.Greater(t, rate, 0.9*400, "start %s: throughput", start)
-		require.InDelta(t, 0.1, mean, 0.025, "start %s: capacity %v", start, caps)
-		require.InDelta(t, 2.5, db.ctl.Snapshot().Auto.Stretch, 0.4, "start %s: stretch", start)
-		s := db.ctl.Snapshot().Auto
-		require.True(t, s.Enabled)
-		require.NotZero(t, s.Moved)
-		require.NotZero(t, s.Solo, "solo checks")
-		require.NotZero(t, s.SoloUnits, "units timed alone")
-		require.InDelta(t, 10*time.Millisecond, s.Alone, float64(1500*time.Microsecond), "start %s: time alone", start)
-	}
+	})
 }
 
 // TestAutoCapacityFollowsAStepChange halves the database's processors and gives them back:
 // the capacity follows within 30 s each time, and throughput stays near the new peak.
 func TestAutoCapacityFollowsAStepChange(t *testing.T) {
-	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 8)
-	db.run(40 * time.Second)
-	before := db.ctl.Snapshot().Capacity
-	db.cores = 4
-	db.run(30 * time.Second)
-	rate := db.run(10 * time.Second)
-	half := db.ctl.Snapshot().Capacity
-	require.Greater(t, rate, 0.9*400, "throughput on 4 cores")
-	require.Less(t, half.Seconds(), 0.8*before.Seconds(), "capacity on 4 cores %s, on 8 %s", half, before)
-	db.cores = 8
-	db.run(30 * time.Second)
-	rate = db.run(10 * time.Second)
-	require.Greater(t, rate, 0.9*800, "throughput on 8 cores again")
-	require.Greater(t, db.ctl.Snapshot().Capacity.Seconds(), 1.3*half.Seconds())
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 8)
+		db.run(40 * time.Second)
+		before := db.ctl.Snapshot().Capacity
+		db.cores = 4
+		db.run(30 * time.Second)
+		rate := db.run(10 * time.Second)
+		half := db.ctl.Snapshot().Capacity
+		require.Greater(t, rate, 0.9*400, "throughput on 4 cores")
+		require.Less(t, half.Seconds(), 0.8*before.Seconds(), "capacity on 4 cores %s, on 8 %s", half, before)
+		db.cores = 8
+		db.run(30 * time.Second)
+		rate = db.run(10 * time.Second)
+		require.Greater(t, rate, 0.9*800, "throughput on 8 cores again")
+		require.Greater(t, db.ctl.Snapshot().Capacity.Seconds(), 1.3*half.Seconds())
+	})
 }
 
 // TestAutoCapacityShapesOfAType: one unit in ten of the type needs 40 ms, the others 1 ms,
@@ -220,80 +244,91 @@ func TestAutoCapacityFollowsAStepChange(t *testing.T) {
 // instead of swinging with which of them ran alone last, as one solo time for both did (a
 // heavy unit timed alone moves it 2.5 times up).
 func TestAutoCapacityShapesOfAType(t *testing.T) {
-	db := newPSDatabaseOf(t, autoConfig(5*time.Millisecond), 64, 4, time.Millisecond)
-	db.heavy, db.heavyOne, db.shapes = 40*time.Millisecond, 10, true
-	db.cost = 4900 * time.Microsecond
-	db.run(60 * time.Second)
-	rate := 0.0
-	var alone []time.Duration
-	for range 30 {
-		rate += db.run(time.Second) / 30
-		alone = append(alone, db.ctl.Snapshot().Auto.Alone)
-	}
-	// Peak: 4 cores / 4.9 ms, some 816 units a second.
-	require.Greater(t, rate, 0.9*816, "throughput")
-	for _, a := range alone {
-		require.InDelta(t, 1.45, a.Seconds()*1000, 0.3, "time alone (ms) each second: %v", alone)
-	}
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		db := newPSDatabaseOf(t, autoConfig(5*time.Millisecond), 64, 4, time.Millisecond)
+		db.heavy, db.heavyOne, db.shapes = 40*time.Millisecond, 10, true
+		db.cost = 4900 * time.Microsecond
+		db.run(60 * time.Second)
+		rate := 0.0
+		var alone []time.Duration
+		for range 30 {
+			rate += db.run(time.Second) / 30
+			alone = append(alone, db.ctl.Snapshot().Auto.Alone)
+		}
+		// Peak: 4 cores / 4.9 ms, some 816 units a second.
+		require.Greater(t, rate, 0.9*816, "throughput")
+		for _, a := range alone {
+			require.InDelta(t, 1.45, a.Seconds()*1000, 0.3, "time alone (ms) each second: %v", alone)
+		}
+	})
 }
 
 // TestAutoCapacityWithBusyTimeCosts: charged busy times (no estimator.backend_cpus), a
 // unit's charge grows with the units running past the knee, so a capacity past it is
 // always full however few more units it lets in. The capacity must still settle near the
-// knee (4 units of 10 ms: 40 ms of charges there, 64 clients would hold 10 s), not take
-// every rise in charges for room to grow into.
+// knee (4 units of 10 ms: 40 ms of charges there, 64 clients would hold 10 s; at the target,
+// 10 units charged about 25 ms each, 250 ms, give or take the dead band), not take every
+// rise in charges for room to grow into.
 func TestAutoCapacityWithBusyTimeCosts(t *testing.T) {
-	for _, start := range []time.Duration{5 * time.Millisecond, 400 * time.Millisecond} {
-		db := newPSDatabase(t, autoConfig(start), 64, 4)
-		db.learn = true
-		db.run(60 * time.Second)
-		rate, top := 0.0, time.Duration(0)
-		for range 20 {
-			rate += db.run(time.Second) / 20
-			top = max(top, db.ctl.Snapshot().Capacity)
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		for _, start := range []time.Duration{5 * time.Millisecond, 400 * time.Millisecond} {
+			db := newPSDatabase(t, autoConfig(start), 64, 4)
+			db.learn = true
+			db.run(60 * time.Second)
+			rate, top := 0.0, time.Duration(0)
+			for range 20 {
+				rate += db.run(time.Second) / 20
+				top = max(top, db.ctl.Snapshot().Capacity)
+			}
+			require.Greater(t, rate, 0.9*400, "start %s: throughput", start)
+			require.Less(t, top, 300*time.Millisecond, "start %s: the capacity ran past the knee", start)
 		}
-		require.Greater(t, rate, 0.9*400, "start %s: throughput", start)
-		require.Less(t, top, 250*time.Millisecond, "start %s: the capacity ran past the knee", start)
-	}
+	})
 }
 
 // TestAutoCapacityHoldsWhenIdle: with fewer clients than the knee nothing waits, and the
 // capacity does not move.
 func TestAutoCapacityHoldsWhenIdle(t *testing.T) {
-	db := newPSDatabase(t, autoConfig(100*time.Millisecond), 3, 4)
-	db.run(20 * time.Second)
-	s := db.ctl.Snapshot()
-	require.Equal(t, 100*time.Millisecond, s.Capacity)
-	require.Equal(t, DecisionIdle, s.Auto.Last)
-	require.Zero(t, s.Auto.Moved)
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		db := newPSDatabase(t, autoConfig(100*time.Millisecond), 3, 4)
+		db.run(20 * time.Second)
+		s := db.ctl.Snapshot()
+		require.Equal(t, 100*time.Millisecond, s.Capacity)
+		require.Equal(t, DecisionIdle, s.Auto.Last)
+		require.Zero(t, s.Auto.Moved)
+	})
 }
 
 // TestAutoCapacityWaitsOutAStall: the database stops for 3 s (a checkpoint); the capacity
 // does not collapse, and throughput is back at its peak right after.
 func TestAutoCapacityWaitsOutAStall(t *testing.T) {
-	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
-	db.run(40 * time.Second)
-	before := db.ctl.Snapshot().Capacity
-	db.cores = 0.01
-	db.run(3 * time.Second)
-	after := db.ctl.Snapshot()
-	require.GreaterOrEqual(t, after.Capacity.Seconds(), 0.7*before.Seconds(), "capacity %s after the stall, %s before", after.Capacity, before)
-	db.cores = 4
-	db.run(time.Second) // the units caught in the stall end
-	require.Greater(t, db.run(5*time.Second), 0.9*400, "throughput after the stall")
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
+		db.run(40 * time.Second)
+		before := db.ctl.Snapshot().Capacity
+		db.cores = 0.01
+		db.run(3 * time.Second)
+		after := db.ctl.Snapshot()
+		require.GreaterOrEqual(t, after.Capacity.Seconds(), 0.7*before.Seconds(), "capacity %s after the stall, %s before", after.Capacity, before)
+		db.cores = 4
+		db.run(time.Second) // the units caught in the stall end
+		require.Greater(t, db.run(5*time.Second), 0.9*400, "throughput after the stall")
+	})
 }
 
 // TestAutoCapacityColdStartBurst: 500 clients send 50 ms statements that take no
 // processor (SLEEP) at once to a cold proxy starting at 10 ms. The capacity doubles while
 // units run about one at a time, and none waits out a 5 s queue timeout.
 func TestAutoCapacityColdStartBurst(t *testing.T) {
-	cfg := autoConfig(10 * time.Millisecond)
-	cfg.QueueTimeout = 5 * time.Second
-	db := newPSDatabaseOf(t, cfg, 500, 1e6, 50*time.Millisecond)
-	db.run(10 * time.Second)
-	s := db.ctl.Snapshot()
-	require.Zero(t, s.TimedOut, "units refused at the queue timeout")
-	require.Greater(t, s.Capacity, 5*time.Second)
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		cfg := autoConfig(10 * time.Millisecond)
+		cfg.QueueTimeout = 5 * time.Second
+		db := newPSDatabaseOf(t, cfg, 500, 1e6, 50*time.Millisecond)
+		db.run(10 * time.Second)
+		s := db.ctl.Snapshot()
+		require.Zero(t, s.TimedOut, "units refused at the queue timeout")
+		require.Greater(t, s.Capacity, 5*time.Second)
+	})
 }
 
 // TestAutoCapacityColdStartBursts: a cold proxy gets a burst of 500 quick statements of one
@@ -302,15 +337,17 @@ func TestAutoCapacityColdStartBurst(t *testing.T) {
 // clients, not the capacity, bounding the units; the capacity must still be in its slow
 // start for the second, which must not wait seconds (a relay serves it in 50 ms).
 func TestAutoCapacityColdStartBursts(t *testing.T) {
-	cfg := autoConfig(10 * time.Millisecond)
-	cfg.QueueTimeout = 5 * time.Second
-	db := newPSDatabaseOf(t, cfg, 500, 1e6, time.Millisecond)
-	db.oneShot = true
-	db.run(time.Second)
-	require.Zero(t, db.ctl.Snapshot().Running+db.ctl.Snapshot().Queued, "the first burst is served")
-	took := db.sleepBurst()
-	require.Less(t, took, 3*time.Second, "the second burst is served in time")
-	t.Logf("the second burst took %s", took)
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		cfg := autoConfig(10 * time.Millisecond)
+		cfg.QueueTimeout = 5 * time.Second
+		db := newPSDatabaseOf(t, cfg, 500, 1e6, time.Millisecond)
+		db.oneShot = true
+		db.run(time.Second)
+		require.Zero(t, db.ctl.Snapshot().Running+db.ctl.Snapshot().Queued, "the first burst is served")
+		took := db.sleepBurst()
+		require.Less(t, took, 3*time.Second, "the second burst is served in time")
+		t.Logf("the second burst took %s", took)
+	})
 }
 
 // TestAutoCapacityLargerUnitsAfterSettling: the capacity settles for 500 clients of 1 ms
@@ -319,46 +356,52 @@ func TestAutoCapacityColdStartBursts(t *testing.T) {
 // wait, so the knee is far up: the slow start resumes, and none waits out a 5 s queue
 // timeout (with the settled windows of 2 s and moves of half the way, many did).
 func TestAutoCapacityLargerUnitsAfterSettling(t *testing.T) {
-	cfg := autoConfig(10 * time.Millisecond)
-	cfg.QueueTimeout = 5 * time.Second
-	db := newPSDatabaseOf(t, cfg, 500, 16, time.Millisecond)
-	db.run(20 * time.Second)
-	require.True(t, db.ctl.adjuster.warm, "settled")
-	require.Less(t, db.ctl.Snapshot().Capacity, 200*time.Millisecond)
-	db.oneShot = true
-	for s := db.ctl.Snapshot(); s.Running+s.Queued > 0; s = db.ctl.Snapshot() {
-		db.step(time.Millisecond)
-	}
-	db.cores = 1e6
-	took := db.sleepBurst()
-	// The first window of the burst ends where the settled window's phase puts it (here
-	// 1.25 s in, with units of both types); the slow start begins at the next.
-	require.Less(t, took, 4*time.Second, "the burst is served in time")
-	t.Logf("the burst took %s", took)
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		cfg := autoConfig(10 * time.Millisecond)
+		cfg.QueueTimeout = 5 * time.Second
+		db := newPSDatabaseOf(t, cfg, 500, 16, time.Millisecond)
+		db.run(20 * time.Second)
+		require.Equal(t, PhaseSettle, db.ctl.adjuster.phase(), "settled")
+		require.Less(t, db.ctl.Snapshot().Capacity, 200*time.Millisecond)
+		db.oneShot = true
+		for s := db.ctl.Snapshot(); s.Running+s.Queued > 0; s = db.ctl.Snapshot() {
+			db.step(time.Millisecond)
+		}
+		db.cores = 1e6
+		took := db.sleepBurst()
+		// The first window of the burst ends where the settled window's phase puts it (here
+		// 1.25 s in, with units of both types); the slow start begins at the next.
+		require.Less(t, took, 4*time.Second, "the burst is served in time")
+		t.Logf("the burst took %s", took)
+	})
 }
 
 // TestAutoCapacityRetriesAStarvedCapacity: a capacity past the knee by the last telling
 // move (an unlucky window) that lets one 20 ms unit run at a time on two processors while
 // 64 clients wait grows again, instead of running them one at a time for good.
 func TestAutoCapacityRetriesAStarvedCapacity(t *testing.T) {
-	db := newPSDatabaseOf(t, autoConfig(20*time.Millisecond), 64, 2, 20*time.Millisecond)
-	db.ctl.adjuster.warm = true
-	db.run(30 * time.Second)
-	rate := db.run(10 * time.Second)
-	require.Greater(t, rate, 0.9*100, "two processors, 20 ms units")
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		db := newPSDatabaseOf(t, autoConfig(20*time.Millisecond), 64, 2, 20*time.Millisecond)
+		db.ctl.adjuster.warm = true
+		db.run(30 * time.Second)
+		rate := db.run(10 * time.Second)
+		require.Greater(t, rate, 0.9*100, "two processors, 20 ms units")
+	})
 }
 
 // TestAutoCapacityStopsAtTheClients: six clients on eight cores never reach the knee. From
 // a cold start the capacity grows until it holds them all, and stops near there instead of
 // running on to its maximum, which would leave it far past the knee when more clients come.
 func TestAutoCapacityStopsAtTheClients(t *testing.T) {
-	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 6, 8)
-	rate := 0.0
-	for range 60 {
-		rate = db.run(time.Second)
-	}
-	require.Greater(t, rate, 0.95*600, "six clients of 10 ms units")
-	require.Less(t, db.ctl.Snapshot().Capacity, 240*time.Millisecond, "the clients hold 60 ms")
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		db := newPSDatabase(t, autoConfig(5*time.Millisecond), 6, 8)
+		rate := 0.0
+		for range 60 {
+			rate = db.run(time.Second)
+		}
+		require.Greater(t, rate, 0.95*600, "six clients of 10 ms units")
+		require.Less(t, db.ctl.Snapshot().Capacity, 240*time.Millisecond, "the clients hold 60 ms")
+	})
 }
 
 func TestAutoConfigValidate(t *testing.T) {
@@ -383,7 +426,7 @@ func TestAutoCapacityHeavyUnitsAloneDoNotGrowIt(t *testing.T) {
 		d    Decision
 	}{{300 * time.Millisecond, 100 * time.Millisecond, DecisionSparse}, {12 * time.Millisecond, 400 * time.Millisecond, DecisionUp}} {
 		clock := NewManualClock(time.Unix(1_700_000_000, 0))
-		ctl := New(autoConfig(100*time.Millisecond), clock)
+		ctl := New(rulesConfig(100*time.Millisecond), clock)
 		u := &ctl.adjuster
 		u.solo[1] = soloTime{log: math.Log(0.01), n: soloSeed} // 10 ms alone
 		u.warm, u.windows, u.queued = true, 0, true
@@ -407,7 +450,7 @@ func TestAutoCapacityHeavyUnitsAloneDoNotGrowIt(t *testing.T) {
 // the database gets slower at everything, they come back often enough for the capacity to
 // follow within 30 s.
 func TestAutoCapacitySoloChecksBackOff(t *testing.T) {
-	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
+	db := newPSDatabase(t, rulesConfig(5*time.Millisecond), 64, 4)
 	db.run(60 * time.Second)
 	checks := db.ctl.Snapshot().Auto.Solo
 	db.run(60 * time.Second)
@@ -433,22 +476,24 @@ func TestAutoCapacitySoloChecksBackOff(t *testing.T) {
 // and a solo check, at once, puts the solo times right, so the capacity stays near the knee
 // (4 cores, 10 ms units: 100 ms at the target) instead of running off to seconds.
 func TestAutoCapacityStaleSoloTimes(t *testing.T) {
-	db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
-	db.run(40 * time.Second)
-	checks := db.ctl.Snapshot().Auto.Solo
-	for typ := range db.ctl.adjuster.solo {
-		st := db.ctl.adjuster.solo[typ]
-		st.log += math.Log(10)
-		db.ctl.adjuster.solo[typ] = st
-	}
-	top := time.Duration(0)
-	for range 30 {
-		db.run(time.Second)
-		top = max(top, db.ctl.Snapshot().Capacity)
-	}
-	require.Greater(t, db.ctl.Snapshot().Auto.Solo, checks, "a solo check")
-	require.Less(t, top, 250*time.Millisecond, "the capacity ran off")
-	require.InDelta(t, 2.5, db.ctl.Snapshot().Auto.Stretch, 0.6)
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		db := newPSDatabase(t, autoConfig(5*time.Millisecond), 64, 4)
+		db.run(40 * time.Second)
+		checks := db.ctl.Snapshot().Auto.Solo
+		for typ := range db.ctl.adjuster.solo {
+			st := db.ctl.adjuster.solo[typ]
+			st.log += math.Log(10)
+			db.ctl.adjuster.solo[typ] = st
+		}
+		top := time.Duration(0)
+		for range 30 {
+			db.run(time.Second)
+			top = max(top, db.ctl.Snapshot().Capacity)
+		}
+		require.Greater(t, db.ctl.Snapshot().Auto.Solo, checks, "a solo check")
+		require.Less(t, top, 250*time.Millisecond, "the capacity ran off")
+		require.InDelta(t, 2.5, db.ctl.Snapshot().Auto.Stretch, 0.6)
+	})
 }
 
 // TestAutoCapacityKeepsTheWorkOfADescent: outside solo checks units run 3 times as long as
@@ -457,7 +502,7 @@ func TestAutoCapacityStaleSoloTimes(t *testing.T) {
 // not fall to its minimum, where one unit at a time would run, and the database keeps most
 // of its peak (4 cores at a third of their speed: 133 units of 10 ms a second).
 func TestAutoCapacityKeepsTheWorkOfADescent(t *testing.T) {
-	db := newPSDatabase(t, autoConfig(200*time.Millisecond), 64, 4)
+	db := newPSDatabase(t, rulesConfig(200*time.Millisecond), 64, 4)
 	db.slow = 3
 	db.run(30 * time.Second)
 	rate, low := 0.0, time.Hour
@@ -627,7 +672,7 @@ func TestAutoCapacityOneOutlierDoesNotMoveIt(t *testing.T) {
 // stretch at the target, and type 1 timed at 10 ms alone.
 func settledAt(capacity time.Duration) (*ManualClock, *Controller) {
 	clock := NewManualClock(time.Unix(1_700_000_000, 0))
-	ctl := New(autoConfig(capacity), clock)
+	ctl := New(rulesConfig(capacity), clock)
 	u := &ctl.adjuster
 	u.solo[1] = soloTime{log: math.Log(0.01), n: soloSeed}
 	u.warm, u.windows, u.recent = true, 0, [2]float64{2.5, 2.5}
@@ -999,43 +1044,45 @@ func TestAutoCapacityNotUnderTheUnitsSize(t *testing.T) {
 // once. Windows of one unit at a time tell nothing; a stretch held high by another cause
 // does not bound the units under countFloor; max_concurrency, when lower, still holds.
 func TestAutoCapacityBoundsTheUnitsRunning(t *testing.T) {
-	clock, ctl := settledAt(120 * time.Millisecond)
-	u := &ctl.adjuster
-	for range 3 {
-		endWindow(clock, ctl, 2*time.Second, 8, 100, 10*time.Millisecond, 25*time.Millisecond, true)
-	}
-	require.InDelta(t, 3.2, u.state.Parallelism, 0.01)
-	require.Equal(t, 16, u.state.MaxRunning)
-	require.GreaterOrEqual(t, ctl.Snapshot().Capacity, 40*time.Millisecond, "room for 40 small units")
-
-	tickets := make([]Ticket, 40)
-	admitted := 0
-	for i := range tickets {
-		st, err := ctl.Arrive(&tickets[i], Request{Type: 1, Cost: time.Millisecond})
-		require.NoError(t, err)
-		if st == Admitted {
-			admitted++
+	forEachLaw(t, func(t *testing.T, autoConfig func(time.Duration) Config) {
+		clock, ctl := settledAt(120 * time.Millisecond)
+		u := &ctl.adjuster
+		for range 3 {
+			endWindow(clock, ctl, 2*time.Second, 8, 100, 10*time.Millisecond, 25*time.Millisecond, true)
 		}
-	}
-	require.Equal(t, 16, admitted, "room for 40, 16 units")
-	ctl.Release(&tickets[0], time.Millisecond)
-	require.Equal(t, Admitted, tickets[16].State(), "one ends, the next starts")
-	require.Equal(t, Queued, tickets[17].State())
-	for i := 1; i <= 16; i++ {
-		ctl.Release(&tickets[i], time.Millisecond)
-	}
+		require.InDelta(t, 3.2, u.state.Parallelism, 0.01)
+		require.Equal(t, 16, u.state.MaxRunning)
+		require.GreaterOrEqual(t, ctl.Snapshot().Capacity, 40*time.Millisecond, "room for 40 small units")
 
-	endWindow(clock, ctl, 2*time.Second, 1, 100, 10*time.Millisecond, 100*time.Millisecond, true)
-	require.Equal(t, 16, u.state.MaxRunning, "one at a time tells nothing")
-	for range 3 {
-		endWindow(clock, ctl, 2*time.Second, 2, 100, 10*time.Millisecond, 200*time.Millisecond, true)
-	}
-	require.Equal(t, countFloor, u.state.MaxRunning, "a stretch of 20 with 2 running")
+		tickets := make([]Ticket, 40)
+		admitted := 0
+		for i := range tickets {
+			st, err := ctl.Arrive(&tickets[i], Request{Type: 1, Cost: time.Millisecond})
+			require.NoError(t, err)
+			if st == Admitted {
+				admitted++
+			}
+		}
+		require.Equal(t, 16, admitted, "room for 40, 16 units")
+		ctl.Release(&tickets[0], time.Millisecond)
+		require.Equal(t, Admitted, tickets[16].State(), "one ends, the next starts")
+		require.Equal(t, Queued, tickets[17].State())
+		for i := 1; i <= 16; i++ {
+			ctl.Release(&tickets[i], time.Millisecond)
+		}
 
-	cfg := ctl.cfg
-	cfg.MaxConcurrency = 3
-	ctl.Configure(cfg)
-	require.Equal(t, 3, ctl.granter.maxRunning())
+		endWindow(clock, ctl, 2*time.Second, 1, 100, 10*time.Millisecond, 100*time.Millisecond, true)
+		require.Equal(t, 16, u.state.MaxRunning, "one at a time tells nothing")
+		for range 3 {
+			endWindow(clock, ctl, 2*time.Second, 2, 100, 10*time.Millisecond, 200*time.Millisecond, true)
+		}
+		require.Equal(t, countFloor, u.state.MaxRunning, "a stretch of 20 with 2 running")
+
+		cfg := ctl.cfg
+		cfg.MaxConcurrency = 3
+		ctl.Configure(cfg)
+		require.Equal(t, 3, ctl.granter.maxRunning())
+	})
 }
 
 // TestAutoCapacityMovesFromWhatTheBoundLetRun: when the bound on units running, not the

@@ -76,15 +76,32 @@ func clipSolo(d float64) float64 {
 // check every few of them would hold a burst to one unit at a time.
 func (u *adjuster) check(now time.Time, r reading) bool {
 	switch {
-	case u.checking && now.Sub(u.checkAt) >= u.cfg.Interval/4:
+	case u.checking && now.Sub(u.checkAt) >= u.checkLength():
 		u.endCheck(now, r)
 		return true
-	case !u.checking && (u.windows >= u.every && (u.warm || u.blind) || u.stale) && r.waiting:
+	case !u.checking && u.checkDue(now) && r.waiting:
 		u.observe(now, r)
 		u.checking, u.checkAt, u.checked, u.drift, u.driftN, u.stale = true, now, 0, 0, 0, false
 		u.state.Solo++
+		u.state.Phase = PhaseProbe
 	}
 	return false
+}
+
+// checkDue says whether a solo check is due at now, under the adjuster's law.
+func (u *adjuster) checkDue(now time.Time) bool {
+	if u.cfg.Law == LawGradient {
+		return u.grad.probeDue(now, u.stale, u.blind)
+	}
+	return u.windows >= u.every && (u.warm || u.blind) || u.stale
+}
+
+// checkLength is the longest a solo check lasts.
+func (u *adjuster) checkLength() time.Duration {
+	if u.cfg.Law == LawGradient {
+		return u.cfg.Interval / gradProbeDiv
+	}
+	return u.cfg.Interval / 4
 }
 
 // endCheck ends a solo check at now, r. While checks find the solo times where they were
@@ -92,10 +109,20 @@ func (u *adjuster) check(now time.Time, r reading) bool {
 func (u *adjuster) endCheck(now time.Time, r reading) {
 	u.observe(now, r) // the check's time so far counts as solo time
 	u.checking, u.windows, u.climbChecked = false, 0, true
-	if u.driftN > 0 && math.Abs(u.drift/float64(u.driftN)) < math.Log(soloAgree) {
+	u.state.Probing += now.Sub(u.checkAt)
+	u.state.Phase = u.phase()
+	agree := u.driftN > 0 && math.Abs(u.drift/float64(u.driftN)) < math.Log(soloAgree)
+	if agree {
 		u.every = min(2*u.every, soloEveryMax)
 	} else {
 		u.every = soloEvery
+	}
+	if u.cfg.Law == LawGradient {
+		moved := u.driftN > 0 && !agree
+		if moved {
+			u.recent = [2]float64{} // stretches of the times alone before
+		}
+		u.grad.probed(now, u.cfg.Interval, moved)
 	}
 }
 
