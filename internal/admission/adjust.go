@@ -302,6 +302,8 @@ type adjuster struct {
 	checking bool
 	checkAt  time.Time
 	checked  int
+	// checkedShapes are the shapes the check timed (up to soloUnits).
+	checkedShapes []uint64
 	// windows counts the windows since the last solo check, every is how many windows
 	// are due between checks; drift sums how much longer (in logs, less where shorter)
 	// the last check's units of shapes seeded before ran than their solo times, over driftN

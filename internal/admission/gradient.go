@@ -13,7 +13,7 @@ import (
 //   - start: while units wait for capacity and the stretch is under the target, every short
 //     window (Interval/gradStartDiv) multiplies the capacity, by 2 while the stretch is
 //     under half the target and by the square root of the error nearer it, as TCP's slow
-//     start does, until the stretch passes the target;
+//     start does, until the stretch passes the target in gradConfirm windows in a row;
 //   - settle: every window (Interval/gradSettleDiv) moves the capacity by the error to the
 //     power gradGain, up to the step: a proportional controller in logs, whose loop is
 //     stable for a gain under 1 with the one window of delay that the median of three
@@ -48,6 +48,11 @@ const (
 	// gradFarEvery: a stretch far off the target calls a probe at most every so many
 	// windows.
 	gradFarEvery = 2
+	// gradMoved: the capacity moved this many times up or down since the last probe calls
+	// another.
+	gradMoved = 1.5
+	// gradConfirm starting windows in a row must read the target passed to end the start.
+	gradConfirm = 2
 )
 
 // Phase is where the adaptive capacity stands.
@@ -78,6 +83,10 @@ type gradient struct {
 	// counts the windows since the last probe, floor those in a row at the floor.
 	probeAt      time.Time
 	since, floor int
+	// probedAt is the capacity the window after the last probe began at.
+	probedAt time.Duration
+	// over counts the start's windows in a row whose stretch passed the target.
+	over int
 	// unsure: the last probe moved the times alone past soloAgree; the capacity does not
 	// grow, and another probe is due at once, until one finds them where they were.
 	unsure bool
@@ -120,6 +129,9 @@ func (u *adjuster) adaptGradient(now time.Time, set time.Duration, r reading) ti
 		return set // too few units to tell yet: the window goes on, up to the interval
 	}
 	u.note(w)
+	if g.since == 0 {
+		g.probedAt = set
+	}
 	capacity := u.movesFrom(set, w) // what held the units: the window's move goes from it
 	next, d := u.gradientMove(capacity, w)
 	next = min(max(next, a.Min, u.sizeFloor), a.Max)
@@ -164,7 +176,7 @@ func (u *adjuster) gradientMove(capacity time.Duration, w windowStats) (time.Dur
 		return next, DecisionUp
 	}
 	e := a.Stretch / w.level // the error: over 1, room for more units
-	if g.settled && w.level < gradDeadBand && (w.bound || w.alone) {
+	if g.settled && w.stretch < gradDeadBand && (w.bound || w.alone) {
 		// As fast as alone while units waited: the knee moved far up (larger units, or a
 		// faster database). The start resumes, with its short windows.
 		g.settled = false
@@ -172,11 +184,20 @@ func (u *adjuster) gradientMove(capacity time.Duration, w windowStats) (time.Dur
 	if !g.settled {
 		switch {
 		case e >= 2:
+			g.over = 0
 			return grow(capacity, 1), DecisionUp
 		case e > gradDeadBand:
+			g.over = 0
 			return grow(capacity, math.Sqrt(e)-1), DecisionUp
 		}
-		g.settled = true // the stretch passed the target: settle from here
+		// The stretch passed the target. Once is no proof: the first units of a cold
+		// start run while the clients connect, many times slower than later, and one
+		// window's reading on a shared host may be a burst of other work. It holds, and
+		// settles from here when the next window reads the same.
+		if g.over++; g.over < gradConfirm {
+			return capacity, DecisionHold
+		}
+		g.settled = true
 	}
 	m := math.Pow(e, gradGain)
 	switch {
@@ -200,7 +221,11 @@ func (u *adjuster) askProbe(next time.Duration, w windowStats) {
 		g.floor = 0
 	}
 	far := w.stretch > soloOff*a.Stretch || w.bound && w.stretch*soloOff < a.Stretch
-	if g.settled && w.n >= minTuneSamples && far && g.since >= gradFarEvery {
+	// Moved far since the last probe: the times alone may have moved with the database
+	// (half its processors make units slower alone too, and the stretch would read the
+	// queue twice as long as it is).
+	moved := g.probedAt > 0 && (float64(next) > gradMoved*float64(g.probedAt) || gradMoved*float64(next) < float64(g.probedAt))
+	if g.settled && w.n >= minTuneSamples && (far || moved) && g.since >= gradFarEvery {
 		u.stale = true
 	}
 }

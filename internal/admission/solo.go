@@ -2,6 +2,7 @@ package admission
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -31,6 +32,9 @@ func (u *adjuster) complete(shape uint64, cost, busy time.Duration, alone bool) 
 			u.solo[shape] = soloTime{log: l, n: 1}
 		}
 		if u.checking {
+			if len(u.checkedShapes) < soloUnits {
+				u.checkedShapes = append(u.checkedShapes, shape)
+			}
 			u.checked++
 			return u.checked >= soloUnits // a unit timed in a check is no sign of the load
 		}
@@ -82,6 +86,7 @@ func (u *adjuster) check(now time.Time, r reading) bool {
 	case !u.checking && u.checkDue(now) && r.waiting:
 		u.observe(now, r)
 		u.checking, u.checkAt, u.checked, u.drift, u.driftN, u.stale = true, now, 0, 0, 0, false
+		u.checkedShapes = u.checkedShapes[:0]
 		u.state.Solo++
 		u.state.Phase = PhaseProbe
 	}
@@ -121,8 +126,24 @@ func (u *adjuster) endCheck(now time.Time, r reading) {
 		moved := u.driftN > 0 && !agree
 		if moved {
 			u.recent = [2]float64{} // stretches of the times alone before
+			u.shiftUnchecked(u.drift / float64(u.driftN))
 		}
 		u.grad.probed(now, u.cfg.Interval, moved)
+	}
+}
+
+// shiftUnchecked moves the times alone of the shapes the check did not time by the drift it
+// found in those it timed (in logs, at most soloClip either way): a database that lost
+// processors is slower alone at everything, and a check, which takes the shortest units
+// first, times only a few shapes. Left where they were, the others' stretches would read
+// the queue twice as long as it is, and the capacity would settle under the knee.
+func (u *adjuster) shiftUnchecked(drift float64) {
+	drift = clipSolo(drift)
+	for shape, st := range u.solo {
+		if st.seeded() && !slices.Contains(u.checkedShapes, shape) {
+			st.log += drift
+			u.solo[shape] = st
+		}
 	}
 }
 
