@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -57,17 +58,28 @@ func loadEstimates(t *estimator.Table, path string, log *slog.Logger) {
 	log.Info("loaded saved estimates", "file", path, "types", t.Len())
 }
 
-// saveEstimates writes the table's estimates to path, atomically: a crash leaves the
-// previous file or the new one, never half of one.
+// saveEstimates writes the table's estimates to path atomically.
 func saveEstimates(t *estimator.Table, path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".estimates-*.json")
+	return writeAtomically(path, ".estimates-*.json", func(w io.Writer) error {
+		if err := t.Save(w); err != nil {
+			return fmt.Errorf("save estimates: %w", err)
+		}
+		return nil
+	})
+}
+
+// writeAtomically writes path with write, through a temporary file of pattern in its
+// directory renamed over it: a crash leaves the previous file or the new one, never half
+// of one.
+func writeAtomically(path, pattern string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), pattern)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
-	if err := t.Save(tmp); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
-		return fmt.Errorf("save estimates: %w", err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()

@@ -128,6 +128,8 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err != nil {
 		return err
 	}
+	est.srv = srv
+	resumeCapacity(srv, capacityFile(est.file), log)
 	runThreads(&bg, cfg, log)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -176,11 +178,13 @@ func (b *background) stop() {
 }
 
 // estimates are the learnt costs of the request types, kept in a state file across
-// restarts when estimator.state_file names one.
+// restarts when estimator.state_file names one, and with them the adaptive capacity of
+// srv's backends (see capacityFile).
 type estimates struct {
 	costs *estimator.Table
 	file  string
 	log   *slog.Logger
+	srv   capacityKeeper
 }
 
 // openEstimates returns the table of costs, loaded from its state file, and registers the
@@ -203,6 +207,12 @@ func (e *estimates) save() {
 	}
 	if err := saveEstimates(e.costs, e.file); err != nil {
 		e.log.Warn("cannot save estimates", "file", e.file, "err", err)
+	}
+	if e.srv == nil {
+		return
+	}
+	if err := saveCapacity(e.srv, capacityFile(e.file)); err != nil {
+		e.log.Warn("cannot save the adaptive capacity", "file", capacityFile(e.file), "err", err)
 	}
 }
 

@@ -370,3 +370,29 @@ func (t *tagSet) has(id []byte) bool {
 	_, ok := t.prev[string(id)]
 	return ok
 }
+
+// CapacityMemory returns each backend's adaptive capacity to keep across a restart, by
+// address (the primary's, then the replicas' when reads are routed); empty with the
+// capacity static.
+func (s *Server) CapacityMemory() map[string]admission.AutoMemory {
+	out := map[string]admission.AutoMemory{}
+	for i, name := range s.backendNames() {
+		if m, ok := s.adm.all()[i].Memory(); ok {
+			out[name] = m
+		}
+	}
+	return out
+}
+
+// ResumeCapacity starts each backend's adaptive capacity from what a CapacityMemory kept
+// of it, by address, and returns how many it resumed.
+func (s *Server) ResumeCapacity(kept map[string]admission.AutoMemory) int {
+	n := 0
+	for i, name := range s.backendNames() {
+		if m, ok := kept[name]; ok {
+			s.adm.all()[i].Resume(m)
+			n++
+		}
+	}
+	return n
+}
