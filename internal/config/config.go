@@ -390,6 +390,9 @@ type Admission struct {
 	CapacityInterval time.Duration `mapstructure:"capacity_interval"`
 	CapacityStep     float64       `mapstructure:"capacity_step"`
 	CapacityStretch  float64       `mapstructure:"capacity_stretch"`
+	// CapacityLaw is the rule that moves the adaptive capacity: gradient (default), or
+	// rules, the controller of earlier releases, kept for one release for comparison.
+	CapacityLaw string `mapstructure:"capacity_law"`
 	// MaxConcurrency bounds units running at once; 0 (default) means no bound.
 	MaxConcurrency int `mapstructure:"max_concurrency"`
 	// Discipline orders the queue: fifo or sjf (default).
@@ -596,6 +599,7 @@ func Default() Config {
 			CapacityInterval: 2 * time.Second,
 			CapacityStep:     0.5,
 			CapacityStretch:  2.5,
+			CapacityLaw:      "gradient",
 			Discipline:       DisciplineSJF,
 			QueueTimeout:     5 * time.Second,
 			LastCall:         LastCallAuto,

@@ -162,6 +162,7 @@ func (c *Config) Validate() error {
 	if !(a.CapacityStretch > 1 && a.CapacityStretch <= 100) {
 		bad("admission.capacity_stretch", "must be more than 1 and at most 100, such as 2")
 	}
+	oneOf("admission.capacity_law", a.CapacityLaw, "gradient", "rules")
 	if a.MaxConcurrency < 0 {
 		bad("admission.max_concurrency", "must be 0 (no ceiling) or positive")
 	}

@@ -120,7 +120,8 @@ func AdmissionPolicy(a config.Admission) admission.Config {
 	if a.Capacity.Auto() {
 		capacity = max(a.CapacityStart, a.CapacityMin)
 		auto = admission.AutoConfig{Enabled: true, Min: a.CapacityMin, Max: a.CapacityMax,
-			Interval: a.CapacityInterval, Step: a.CapacityStep, Stretch: a.CapacityStretch}
+			Interval: a.CapacityInterval, Step: a.CapacityStep, Stretch: a.CapacityStretch,
+			Law: admission.Laws[a.CapacityLaw]}
 	}
 	return admission.Config{
 		Capacity:            capacity,
