@@ -43,7 +43,8 @@ func (q queueSource) Queue() admin.QueueResponse {
 	if a := s.Auto; a.Enabled {
 		r.Adaptive = &admin.AdaptiveCapacity{MinMS: ms(a.Min), MaxMS: ms(a.Max), Last: a.Last.String(),
 			Stretch: a.Stretch, Target: a.Target, Gain: a.Gain, Moved: a.Moved, SizeFloorMS: ms(a.SizeFloor),
-			Parallelism: a.Parallelism, MaxRunning: a.MaxRunning}
+			Parallelism: a.Parallelism, MaxRunning: a.MaxRunning, Law: a.Law.String(), Phase: a.Phase.String(),
+			Error: a.Error, Move: a.Move, ProbeS: a.Probing.Seconds()}
 	}
 	if s.ActiveLimit > 0 {
 		r.Sessions = &admin.SessionGate{

@@ -117,6 +117,15 @@ type AdaptiveCapacity struct {
 	// MaxRunning the most units it lets run at once (0 before windows told them).
 	Parallelism float64 `json:"parallelism"`
 	MaxRunning  int     `json:"max_running"`
+	// Law is the control law (gradient or rules), Phase where it stands (start, settle or
+	// probe), Error the last window's target over its stretch (1: on target; 0: not
+	// measured), Move the last move's ratio (1: held), and ProbeS the time spent in probes
+	// of the time alone.
+	Law    string  `json:"law"`
+	Phase  string  `json:"phase"`
+	Error  float64 `json:"error"`
+	Move   float64 `json:"move"`
+	ProbeS float64 `json:"probe_s"`
 }
 
 // SessionGate is the state of the AWAIT session gate.

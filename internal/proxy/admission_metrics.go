@@ -78,6 +78,10 @@ var (
 	descSizeFloor = prometheus.NewDesc("gatekeeper_admission_capacity_size_floor_seconds", "The least capacity the adaptive capacity keeps: twice the size of the units that did most of its last window's work (0 before a window told it).", nil, nil)
 	descMaxRun    = prometheus.NewDesc("gatekeeper_admission_capacity_max_running", "The most units the adaptive capacity lets run at once: twice the target stretch times the units the database runs at once for each unit of stretch (0 before its windows told it).", nil, nil)
 	descSolo      = prometheus.NewDesc("gatekeeper_admission_capacity_solo_checks_total", "Solo checks of the adaptive capacity: short spells that run one unit at a time, to time each type alone.", nil, nil)
+	descPhase     = prometheus.NewDesc("gatekeeper_admission_capacity_phase", "1 for where the adaptive capacity stands, 0 for the others: start (the knee not found yet: it grows multiplicatively while units wait under the target), settle (moves in proportion to the error), probe (a solo check times units alone).", []string{"phase"}, nil)
+	descError     = prometheus.NewDesc("gatekeeper_admission_capacity_error_ratio", "The adaptive capacity's last window's error: the target stretch over the stretch it moved by (1: on target; over 1: room for more units; 0: not measured).", nil, nil)
+	descMove      = prometheus.NewDesc("gatekeeper_admission_capacity_last_move_ratio", "The adaptive capacity's last move: the capacity it set over the one before (1: held).", nil, nil)
+	descProbing   = prometheus.NewDesc("gatekeeper_admission_capacity_probe_seconds_total", "Time spent in solo checks (probes of the time alone), during which units ran one at a time: the cost of measuring it.", nil, nil)
 	descPolRate   = prometheus.NewDesc("gatekeeper_admission_policer_rate", "A rate policer's current rate, units per second.", []string{"policer"}, nil)
 	descPolUnits  = prometheus.NewDesc("gatekeeper_admission_policer_units_total", "Units a rate policer matched, by outcome (allowed, refused), since it was configured.", []string{"policer", "outcome"}, nil)
 )
@@ -85,7 +89,8 @@ var (
 func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descBlocked, descRunning, descLoad, descCapacity,
 		descOpenTxns, descAdmitted, descWaited, descB, descActive, descAdmitNew, descReserve, descLane, descParked, descLaneRate, descQuickWait,
-		descPolRate, descPolUnits, descDecisions, descLastDec, descStretch, descAlone, descTarget, descSizeFloor, descMaxRun, descSolo} {
+		descPolRate, descPolUnits, descDecisions, descLastDec, descStretch, descAlone, descTarget, descSizeFloor, descMaxRun, descSolo,
+		descPhase, descError, descMove, descProbing} {
 		ch <- d
 	}
 }
@@ -130,6 +135,16 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descSizeFloor, s.Auto.SizeFloor.Seconds())
 		gauge(descMaxRun, float64(s.Auto.MaxRunning))
 		ch <- prometheus.MustNewConstMetric(descSolo, prometheus.CounterValue, float64(s.Auto.Solo))
+		for _, p := range admission.Phases {
+			on := 0.0
+			if s.Auto.Phase == p {
+				on = 1
+			}
+			gauge(descPhase, on, p.String())
+		}
+		gauge(descError, s.Auto.Error)
+		gauge(descMove, s.Auto.Move)
+		ch <- prometheus.MustNewConstMetric(descProbing, prometheus.CounterValue, s.Auto.Probing.Seconds())
 	}
 	for _, p := range c.policers().States() {
 		ch <- prometheus.MustNewConstMetric(descPolRate, prometheus.GaugeValue, p.Rate, p.Name)

@@ -201,8 +201,8 @@ func (v View) Render(w io.Writer, f *Frame) {
 		line("admission: %s - %d waiting, %d running - load %.1f of %.1f ms (%.0f%%) - admitted %d, rejected %d, timed out %d",
 			disc, q.Queued, q.InFlight, q.LoadMS, q.CapacityMS, load, q.Admitted, q.Rejected, q.TimedOut)
 		if a := q.Adaptive; a != nil {
-			line("capacity: auto %.1f ms (%.0f to %.0f ms) - last %s - stretch x%.2f, target x%.2f - completions x%.2f - moved %d times",
-				q.CapacityMS, a.MinMS, a.MaxMS, a.Last, a.Stretch, a.Target, a.Gain, a.Moved)
+			line("capacity: auto %.1f ms (%.0f to %.0f ms) - %s, %s - last %s x%.2f - stretch x%.2f, target x%.2f, error x%.2f - probes %.1f s - moved %d times",
+				q.CapacityMS, a.MinMS, a.MaxMS, a.Law, a.Phase, a.Last, a.Move, a.Stretch, a.Target, a.Error, a.ProbeS, a.Moved)
 		}
 		if g := q.Sessions; g != nil {
 			state := "new sessions admitted"

@@ -63,9 +63,10 @@ func TestRenderQueue(t *testing.T) {
 	f.Queue = &admin.QueueResponse{Enabled: true, Discipline: "sjf", Queued: 3, InFlight: 7, LoadMS: 450, CapacityMS: 500, Admitted: 10, Rejected: 1, TimedOut: 2}
 	lines := render(t, View{Sort: "share"}, f)
 	assert.Equal(t, "admission: sjf - 3 waiting, 7 running - load 450.0 of 500.0 ms (90%) - admitted 10, rejected 1, timed out 2", lines[1])
-	f.Queue.Adaptive = &admin.AdaptiveCapacity{MinMS: 10, MaxMS: 60000, Last: "up", Stretch: 1.52, Target: 2, Gain: 1.1, Moved: 7}
+	f.Queue.Adaptive = &admin.AdaptiveCapacity{MinMS: 10, MaxMS: 60000, Last: "up", Stretch: 1.52, Target: 2, Gain: 1.1, Moved: 7,
+		Law: "gradient", Phase: "settle", Error: 1.32, Move: 1.15, ProbeS: 0.4}
 	lines = render(t, View{Sort: "share"}, f)
-	assert.Equal(t, "capacity: auto 500.0 ms (10 to 60000 ms) - last up - stretch x1.52, target x2.00 - completions x1.10 - moved 7 times", lines[2])
+	assert.Equal(t, "capacity: auto 500.0 ms (10 to 60000 ms) - gradient, settle - last up x1.15 - stretch x1.52, target x2.00, error x1.32 - probes 0.4 s - moved 7 times", lines[2])
 	f.Queue.Adaptive = nil
 
 	f.Queue.Aging = 5
