@@ -42,6 +42,8 @@ type options struct {
 	reserve                           reserveSettings
 	weight                            float64
 	typeKey                           string
+	// keepState: the adaptive modes keep their estimates and capacity across cells.
+	keepState bool
 	// cacheConfig is YAML that replaces the cache section of the +cache modes' configuration
 	// (cache: and rules:), read from --cache-config.
 	cacheConfig          string
@@ -146,6 +148,7 @@ func parseFlags(args []string) (options, error) {
 		o.cacheConfig = string(b)
 		return err
 	})
+	fs.BoolVar(&o.keepState, "keep-state", false, "give each mode with capacity auto a state file (estimator.state_file) that its proxy of each cell saves on stopping and the next cell's resumes from, as after a restart: the first cell of a mode starts cold")
 	fs.StringVar(&o.typeKey, "type-key", "tag", "classify.type_key of the proxy: tag (an interaction's statements share its cost) or tag_digest (each autocommit statement of an interaction has its own)")
 	fs.IntVar(&o.backendCPUs, "backend-cpus", -1, "estimator.backend_cpus of the proxy; 0 charges busy time (default: the processors the database may run on, when it runs on this machine, else this machine's)")
 	fs.Float64Var(&o.openFactor, "open", 0.9, "open loop: Poisson arrivals at this share of fifo's highest closed-loop throughput (direct's without fifo); 0 skips it")
@@ -296,7 +299,7 @@ func run(ctx context.Context, o options) error {
 	settings := proxySettings{Binary: o.gatekeeper, Builds: o.builds, Primary: o.primary, Replicas: o.replicas,
 		User: o.user, Password: o.password, Capacity: o.capacity,
 		QueueTimeout: o.queueTimeout, Reserve: o.reserve, Weight: o.weight, TypeKey: o.typeKey,
-		BackendCPUs: o.backendCPUs, CacheConfig: o.cacheConfig, Dir: dir}
+		BackendCPUs: o.backendCPUs, CacheConfig: o.cacheConfig, Dir: dir, KeepState: o.keepState}
 	if o.capacity == 0 {
 		if err := calibrateModes(ctx, o, settings, o.modes); err != nil {
 			return err

@@ -35,6 +35,9 @@ type mode struct {
 	// Stretch when set (admission.capacity_stretch), as in sjf@auto-2.
 	Auto    bool
 	Stretch float64
+	// Law is the adaptive capacity's law (admission.capacity_law) when not the default, as
+	// in sjf@auto-rules.
+	Law string
 	// Calibrated: Capacity is what gatekeeper calibrate chose for the mode.
 	Calibrated bool
 	// Reserve: the mode takes the quick-request reserve of --reserve-floor.
@@ -59,7 +62,8 @@ const admissionModes = "fifo, sjf, sjf-aging-X, sjf-last-call-D"
 // proxy mode with the result cache (in pooled mode) with +cache, as in sjf@80ms+pooled+cache;
 // an
 // admission mode may name its own capacity after @, as in fifo@360ms, or adapt it, as in
-// sjf@auto, towards a stretch target of its own, as in sjf@auto-2, and take the reserve
+// sjf@auto, towards a stretch target of its own, as in sjf@auto-2, under the rules of
+// earlier releases, as in sjf@auto-rules or sjf@auto-rules-2, and take the reserve
 // with +reserve; any proxy mode may end in :NAME to run the build of --builds called NAME,
 // as in sjf@auto:new.
 func parseModes(s string) ([]mode, error) {
@@ -85,6 +89,9 @@ func parseModes(s string) ([]mode, error) {
 		base, capacity, withCapacity := strings.Cut(name, "@")
 		if target, ok := strings.CutPrefix(capacity, "auto"); withCapacity && ok {
 			m.Auto, name, withCapacity = true, base, false
+			if law, ok := strings.CutPrefix(target, "-rules"); ok {
+				m.Law, target = "rules", law
+			}
 			if target != "" {
 				v, dash := strings.CutPrefix(target, "-")
 				x, err := strconv.ParseFloat(v, 64)
@@ -194,6 +201,8 @@ type proxySettings struct {
 	CacheConfig string
 	BackendCPUs int
 	Dir         string
+	// KeepState gives the modes with capacity auto a state file in Dir, kept across cells.
+	KeepState bool
 }
 
 // typeKey is the proxy's classify.type_key.
@@ -230,8 +239,12 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 			fmt.Fprintf(&b, "    - %s\n", r)
 		}
 	}
-	fmt.Fprintf(&b, "classify:\n  type_key: %s\nestimator:\n  weight: %g\n  backend_cpus: %d\nlog:\n  level: warn\n",
+	fmt.Fprintf(&b, "classify:\n  type_key: %s\nestimator:\n  weight: %g\n  backend_cpus: %d\n",
 		s.typeKey(), s.Weight, s.BackendCPUs)
+	if s.KeepState && m.Auto {
+		fmt.Fprintf(&b, "  state_file: %s\n", filepath.Join(s.Dir, m.Name+".state.json"))
+	}
+	b.WriteString("log:\n  level: warn\n")
 	if m.Pooled {
 		fmt.Fprintf(&b, "mode: pooled\nauth:\n  from_backend: true\npools:\n  max_open: 1000\n  max_idle: 1000\n")
 		fmt.Fprintf(&b, "monitor:\n  user: %q\n  password: %q\n", s.User, s.Password)
@@ -255,6 +268,9 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 			capacity = "auto"
 			if m.Stretch > 0 {
 				fmt.Fprintf(&b, "  capacity_stretch: %g\n", m.Stretch)
+			}
+			if m.Law != "" {
+				fmt.Fprintf(&b, "  capacity_law: %s\n", m.Law)
 			}
 		}
 		fmt.Fprintf(&b, "  capacity: %s\n  discipline: %s\n  aging: %g\n  last_call: %s\n  queue_timeout: %s\n  max_queue: 100000\n",

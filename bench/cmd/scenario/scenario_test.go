@@ -15,7 +15,7 @@ import (
 )
 
 func TestParseModes(t *testing.T) {
-	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5,sjf-last-call-3s,fifo@360ms,sjf@80ms+reserve,fifo+reserve,sjf@auto,sjf@auto-2.2")
+	ms, err := parseModes("direct, passthrough,fifo,sjf,sjf-aging-2.5,sjf-last-call-3s,fifo@360ms,sjf@80ms+reserve,fifo+reserve,sjf@auto,sjf@auto-2.2,sjf@auto-rules")
 	require.NoError(t, err)
 	require.Equal(t, []mode{
 		{Name: "direct"},
@@ -29,6 +29,7 @@ func TestParseModes(t *testing.T) {
 		{Name: "fifo+reserve", Proxy: true, Admission: true, Discipline: "fifo", Reserve: true},
 		{Name: "sjf@auto", Proxy: true, Admission: true, Discipline: "sjf", Auto: true},
 		{Name: "sjf@auto-2.2", Proxy: true, Admission: true, Discipline: "sjf", Auto: true, Stretch: 2.2},
+		{Name: "sjf@auto-rules", Proxy: true, Admission: true, Discipline: "sjf", Auto: true, Law: "rules"},
 	}, ms)
 
 	for in, msg := range map[string]string{
@@ -605,9 +606,11 @@ gatekeeper_admission_load_seconds 0.09
 gatekeeper_admission_queue_length 640
 gatekeeper_admission_open_transactions 3
 gatekeeper_admission_capacity_max_running 13
+gatekeeper_admission_capacity_phase{phase="probe"} 0
+gatekeeper_admission_capacity_phase{phase="settle"} 1
 `
 	s, ok := sampleOf(metrics)
-	if !ok || s.Capacity != 0.0825 || s.Stretch != 2.61 || s.Decision != "hold" || s.Running != 17 || s.Load != 0.09 || s.Queued != 640 || s.Open != 3 || s.MaxRunning != 13 {
-		t.Errorf("sample = %+v, %v; want capacity 0.0825, stretch 2.61, decision hold, 17 running, load 0.09, 640 queued, 3 open, 13 at most", s, ok)
+	if !ok || s.Capacity != 0.0825 || s.Stretch != 2.61 || s.Decision != "hold" || s.Running != 17 || s.Load != 0.09 || s.Queued != 640 || s.Open != 3 || s.MaxRunning != 13 || s.Phase != "settle" {
+		t.Errorf("sample = %+v, %v; want capacity 0.0825, stretch 2.61, decision hold, 17 running, load 0.09, 640 queued, 3 open, 13 at most, phase settle", s, ok)
 	}
 }

@@ -20,6 +20,8 @@ type capacitySample struct {
 	// metrics give them.
 	Stretch, Alone float64
 	Decision       string
+	// Phase is where the adaptive capacity stood: start, settle or probe.
+	Phase string
 	// Running and Load (seconds) are the units at the database and their estimated
 	// costs, Queued the units waiting for capacity and Open the open transactions, at the
 	// sample; MaxRunning is the most units the adaptive capacity lets run at once.
@@ -90,6 +92,9 @@ func sampleOf(metrics string) (capacitySample, bool) {
 		if d, found := strings.CutPrefix(line, `gatekeeper_admission_capacity_last_decision{decision="`); found && strings.HasSuffix(d, `"} 1`) {
 			s.Decision = strings.TrimSuffix(d, `"} 1`)
 		}
+		if p, found := strings.CutPrefix(line, `gatekeeper_admission_capacity_phase{phase="`); found && strings.HasSuffix(p, `"} 1`) {
+			s.Phase = strings.TrimSuffix(p, `"} 1`)
+		}
 	}
 	return s, ok
 }
@@ -107,14 +112,14 @@ func metricOf(metrics, name string) (float64, bool) {
 
 // writeCapacityCSV writes the capacity traces of the runs that have one, a row a second.
 func writeCapacityCSV(path string, runs []runResult) error {
-	records := [][]string{{"mode", "loop", "clients", "rate", "round", "second", "measured", "capacity_s", "stretch", "alone_s", "decision", "running", "load_s", "queued", "open_transactions", "max_running"}}
+	records := [][]string{{"mode", "loop", "clients", "rate", "round", "second", "measured", "capacity_s", "stretch", "alone_s", "decision", "running", "load_s", "queued", "open_transactions", "max_running", "phase"}}
 	for _, r := range runs {
 		for _, s := range r.Capacity {
 			records = append(records, []string{r.Mode, r.Loop, strconv.Itoa(r.Clients), strconv.FormatFloat(r.Rate, 'f', 3, 64),
 				strconv.Itoa(r.Round), strconv.Itoa(int(s.At / time.Second)), strconv.FormatBool(s.Measured),
 				strconv.FormatFloat(s.Capacity, 'f', 4, 64), strconv.FormatFloat(s.Stretch, 'f', 3, 64),
 				strconv.FormatFloat(s.Alone, 'f', 6, 64), s.Decision, strconv.Itoa(s.Running),
-				strconv.FormatFloat(s.Load, 'f', 4, 64), strconv.Itoa(s.Queued), strconv.Itoa(s.Open), strconv.Itoa(s.MaxRunning)})
+				strconv.FormatFloat(s.Load, 'f', 4, 64), strconv.Itoa(s.Queued), strconv.Itoa(s.Open), strconv.Itoa(s.MaxRunning), s.Phase})
 		}
 	}
 	return writeCSVFile(path, records)
