@@ -8,24 +8,28 @@ import (
 // The gradient law (the default). It is the gradient controllers' design (Envoy's adaptive
 // concurrency filter, Netflix's concurrency-limits) on gatekeeper's own signal: the stretch,
 // each unit's busy time over its shape's time alone, is their sampleRTT over minRTT, taken
-// per shape so that it does not move with the mix of types. It has three phases:
+// per shape so that it does not move with the mix of types. The stretch a window moves by is
+// the median of its own and the two before (the level). It has three phases:
 //
-//   - start: while units wait for capacity and the stretch is under the target, every short
-//     window (Interval/gradStartDiv) multiplies the capacity, by 2 while the stretch is
-//     under half the target and by the square root of the error nearer it, as TCP's slow
-//     start does, until the stretch passes the target in gradConfirm windows in a row;
+//   - start: while units wait for capacity and the level is under the target, every short
+//     window (Interval/gradStartDiv) multiplies the capacity by the error, the target over
+//     the level, up to 2, as TCP's slow start does, until the level passes the target in
+//     gradConfirm windows in a row;
 //   - settle: every window (Interval/gradSettleDiv) moves the capacity by the error to the
 //     power gradGain, up to the step: a proportional controller in logs, whose loop is
-//     stable for a gain under 1 with the one window of delay that the median of three
-//     windows adds (gradGain 0.5 damps a disturbance to a third within 2 windows);
+//     stable for a gain under 1 with the one window of delay that the median adds (gradGain
+//     0.5 damps a disturbance to a third within 2 windows). Far under the target
+//     (gradFarUnder) it moves the whole way up: there the stretch hardly moves with the
+//     capacity, and the loop's gain is the move's times that slope. It holds within the dead
+//     band, or within the level's own noise where that is wider (see band);
 //   - probe: a solo check, which holds the database to one unit at a time for at most
 //     Interval/gradProbeDiv and times units alone, as Envoy's minRTT window does. It runs
 //     on a schedule with jitter (gradProbeEvery windows of Interval, ±gradJitter), when
 //     the capacity sat at its floor for gradFloorWindows windows, when the stretch reads
-//     far from the target (the database may have lost or gained processors), and when
-//     units ran faster than alone.
+//     far from the target or the capacity moved far since the last probe (the database may
+//     have lost or gained processors), and when units ran faster than alone.
 //
-// docs/admission.md compares it with LawRules in the simulator.
+// docs/admission.md ("The control law") tells why, with the simulator's comparison.
 
 const (
 	// gradStartDiv and gradSettleDiv divide the interval into the start's and the settled
@@ -52,7 +56,14 @@ const (
 	// another.
 	gradMoved = 1.5
 	// gradConfirm starting windows in a row must read the target passed to end the start.
-	gradConfirm = 2
+	gradConfirm = 3
+	// gradFarUnder: a settled window whose error is at least this, and twice the band of
+	// noise, moves the whole way up.
+	gradFarUnder = 1.25
+	// The settled windows' band of noise: gradNoiseBand standard deviations of the level,
+	// from an average of gradSpreadWeight of each window's difference (see gradient.band).
+	gradNoiseBand    = 0.67
+	gradSpreadWeight = 0.25
 )
 
 // Phase is where the adaptive capacity stands.
@@ -87,6 +98,11 @@ type gradient struct {
 	probedAt time.Duration
 	// over counts the start's windows in a row whose stretch passed the target.
 	over int
+	// floors are the size floors of the last three windows, the last first.
+	floors [3]time.Duration
+	// last is the last telling window's stretch, spread the average square of the
+	// differences of successive ones, in logs (see band).
+	last, spread float64
 	// unsure: the last probe moved the times alone past soloAgree; the capacity does not
 	// grow, and another probe is due at once, until one finds them where they were.
 	unsure bool
@@ -120,21 +136,32 @@ func (g *gradient) schedule(now time.Time, interval time.Duration) {
 // gradient law decides on, set when it does not move it.
 func (u *adjuster) adaptGradient(now time.Time, set time.Duration, r reading) time.Duration {
 	a, g := u.cfg, &u.grad
-	length := a.Interval / gradSettleDiv
-	if !g.settled {
-		length = a.Interval / gradStartDiv
-	}
-	w, ok := u.window(now, r, length, g.settled)
-	if !ok || w.n < minTuneSamples && !w.alone && w.dt < a.Interval {
+	// A settled window lasts gradSettleDiv of the interval, a starting one gradStartDiv,
+	// and so does one in which units ran one at a time while others waited: units as
+	// large as the capacity came, and it doubles without waiting.
+	w, ok := u.window(now, r, a.Interval/gradStartDiv, true)
+	if !ok || g.settled && !w.alone && w.dt < a.Interval/gradSettleDiv ||
+		w.n < minTuneSamples && !w.alone && w.dt < a.Interval {
 		return set // too few units to tell yet: the window goes on, up to the interval
 	}
 	u.note(w)
 	if g.since == 0 {
 		g.probedAt = set
 	}
-	capacity := u.movesFrom(set, w) // what held the units: the window's move goes from it
+	capacity := set
+	// The bound on running units held them through the window: more capacity would not
+	// let more run, and the stretch says nothing of it.
+	w.bound = w.bound && u.cappedArea < bindingUse*float64(w.measured)
 	next, d := u.gradientMove(capacity, w)
-	next = min(max(next, a.Min, u.sizeFloor), a.Max)
+	if w.n >= minTuneSamples && w.queued {
+		g.noted(w.stretch)
+	}
+	// The size floor of one window swings with the few heavy units that ended in it: the
+	// median of the last three windows' holds it.
+	copy(g.floors[1:], g.floors[:])
+	g.floors[0] = u.sizeFloor
+	floor := median3(float64(g.floors[0]), float64(g.floors[1]), float64(g.floors[2]))
+	next = min(max(next, a.Min, time.Duration(floor)), a.Max)
 	switch {
 	case next == capacity && (d == DecisionUp || d == DecisionDown):
 		d = DecisionHold // at a bound
@@ -167,8 +194,15 @@ func (u *adjuster) gradientMove(capacity time.Duration, w windowStats) (time.Dur
 			// Few units, or heavy ones alone in a database past its knee: no sign of room.
 			return capacity, DecisionSparse
 		}
-		// Units ran one at a time while others waited, with too few timed to tell: the
-		// knee is further up, whatever it is. Room for two of the units that ran, at least.
+		// Units ran one at a time while others waited, with too few timed to tell: in the
+		// start, the knee is further up, whatever it is. Room for two of the units that ran,
+		// at least. Once settled such a window is as likely a heavy unit that ran alone by
+		// chance (doubling on it ran the capacity in a cycle): the size floor makes room
+		// for units larger than the capacity, and two windows as fast as alone resume the
+		// start.
+		if g.settled {
+			return capacity, DecisionSparse
+		}
 		next := grow(capacity, 1)
 		if u.completed > 0 {
 			next = max(next, 2*u.costs/time.Duration(u.completed))
@@ -176,19 +210,17 @@ func (u *adjuster) gradientMove(capacity time.Duration, w windowStats) (time.Dur
 		return next, DecisionUp
 	}
 	e := a.Stretch / w.level // the error: over 1, room for more units
-	if g.settled && w.stretch < gradDeadBand && (w.bound || w.alone) {
-		// As fast as alone while units waited: the knee moved far up (larger units, or a
-		// faster database). The start resumes, with its short windows.
+	if g.settled && w.stretch < gradDeadBand && g.last < gradDeadBand && (w.bound || w.alone) {
+		// As fast as alone while units waited, two windows in a row: the knee moved far up
+		// (larger units, or a faster database). The start resumes, with its short windows.
 		g.settled = false
 	}
 	if !g.settled {
-		switch {
-		case e >= 2:
+		if e > 1 {
+			// Under the target: the whole way to it (the stretch answers late, so this
+			// overshoots by a window's growth at most), at most doubling.
 			g.over = 0
-			return grow(capacity, 1), DecisionUp
-		case e > gradDeadBand:
-			g.over = 0
-			return grow(capacity, math.Sqrt(e)-1), DecisionUp
+			return grow(capacity, min(e, 2)-1), DecisionUp
 		}
 		// The stretch passed the target. Once is no proof: the first units of a cold
 		// start run while the clients connect, many times slower than later, and one
@@ -199,14 +231,43 @@ func (u *adjuster) gradientMove(capacity time.Duration, w windowStats) (time.Dur
 		}
 		g.settled = true
 	}
-	m := math.Pow(e, gradGain)
+	m, band := math.Pow(e, gradGain), g.band()
+	if e >= gradFarUnder && math.Log(e) > 2*band {
+		// Far under the target the stretch hardly moves with the capacity (below the
+		// knee units run about as fast however many run), so the loop's gain is small
+		// however large the move: the whole way, up to the step.
+		m = e
+	}
 	switch {
-	case e > gradDeadBand && (w.bound || w.alone) && !g.unsure:
+	case math.Log(e) > band && (w.bound || w.alone) && !g.unsure:
 		return grow(capacity, min(m-1, a.Step)), DecisionUp
-	case e < 1/gradDeadBand:
+	case math.Log(e) < -band:
 		return shrink(capacity, min(1/m-1, a.Step)), DecisionDown
 	}
 	return capacity, DecisionHold
+}
+
+// noted keeps the spread of the stretch from window to window: an average of the squares
+// of the differences of successive windows' stretches, in logs (twice their variance).
+func (g *gradient) noted(stretch float64) {
+	if g.last > 0 && stretch > 0 {
+		d := math.Log(stretch / g.last)
+		if g.spread == 0 {
+			g.spread = d * d
+		} else {
+			g.spread += gradSpreadWeight * (d*d - g.spread)
+		}
+	}
+	g.last = stretch
+}
+
+// band is how far from the target (in logs) the level may read before the capacity
+// moves: the dead band, or the level's own noise where that is wider. The level is the
+// median of three windows, whose spread is about two thirds of one window's (the standard
+// deviation, sqrt(spread/2)): within it an error is as likely noise as a move of the knee,
+// and moving on it makes the capacity wander with the noise.
+func (g *gradient) band() float64 {
+	return max(math.Log(gradDeadBand), gradNoiseBand*math.Sqrt(g.spread/2))
 }
 
 // askProbe calls a probe after a window that ended at capacity next: the capacity sat at its
