@@ -4,7 +4,7 @@
 #
 #   bench/stepchange.sh [--clients N] [--phase D] [--capacities LIST] [--full CPUS]
 #                       [--interval D] [--rounds N] [--first-round N]
-#                       [--db-cpus LIST --client-cpus LIST] [--loss quota|hog] [--out DIR]
+#                       [--db-cpus LIST --client-cpus LIST] [--loss quota|hog] [--law L] [--out DIR]
 #
 # The primary's server process runs in a cgroup of its own whose processor quota is --full
 # processors (default 1) or half of that (--loss quota, the default). With --loss hog (which
@@ -19,7 +19,8 @@
 # full, half and full again. Every second it samples the proxy's capacity, the units it completed and
 # refused, the adaptive capacity's decision and stretch, and the processor time the primary
 # used. A round runs the schedule with admission.capacity auto (--interval:
-# admission.capacity_interval, default 2s) and with each static capacity of --capacities
+# admission.capacity_interval, default 2s; --law: admission.capacity_law, default gradient)
+# and with each static capacity of --capacities
 # (default 25ms,50ms,100ms,200ms), every other round in the reverse order, so that a drift
 # of the machine's speed favours neither end; --rounds rounds (default 1). --first-round N
 # numbers them from N on (default 1) and adds them to the trace already in --out, so that
@@ -63,7 +64,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CLIENTS=200 PHASE=60s CAPACITIES=25ms,50ms,100ms,200ms FULL=1 FIRST=1
-OUT=bench/results/stepchange INTERVAL=2s ROUNDS=1 DB_CPUS= CLIENT_CPUS= LOSS=quota
+OUT=bench/results/stepchange INTERVAL=2s ROUNDS=1 DB_CPUS= CLIENT_CPUS= LOSS=quota LAW=gradient
 ARGS="bench/stepchange.sh$([ $# -eq 0 ] || printf ' %q' "$@")"
 usage() {
 	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -84,6 +85,7 @@ while [ $# -gt 0 ]; do
 	--db-cpus) DB_CPUS=$2 ;;
 	--client-cpus) CLIENT_CPUS=$2 ;;
 	--loss) LOSS=$2 ;;
+	--law) LAW=$2 ;;
 	--out) OUT=$2 ;;
 	*) usage 2 >&2 ;;
 	esac
@@ -95,6 +97,7 @@ seconds() {
 }
 PHASE_S=$(seconds "$PHASE")
 [ "$PHASE_S" -ge 4 ] || fail "--phase must be 4s at least: each phase is measured over its last half"
+[[ $LAW =~ ^(gradient|rules)$ ]] || fail "--law takes gradient or rules, not '$LAW'"
 [[ $CLIENTS =~ ^[1-9][0-9]*$ ]] || fail "--clients takes a positive whole number, not '$CLIENTS'"
 [[ $CAPACITIES =~ ^[0-9]+(ms|s)(,[0-9]+(ms|s))*$ ]] ||
 	fail "--capacities takes static capacities to compare with, as in 25ms,50ms,100ms, not '$CAPACITIES'"
@@ -242,6 +245,7 @@ start_proxy() {
 		  enabled: true
 		  capacity: $1
 		  capacity_interval: $INTERVAL
+		  capacity_law: $LAW
 		  discipline: sjf
 		  queue_timeout: 30s
 		  max_queue: 100000
@@ -356,7 +360,7 @@ MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	[ -z "$DB_CPUS" ] || echo "It runs on processors $DB_CPUS, the proxy and the clients on $CLIENT_CPUS."
 	echo "The bookstore's shopping mix runs through gatekeeper (sjf, type key tag, $CLIENTS closed-loop clients), on the"
 	echo "bookstore loaded afresh, a fresh proxy and fresh clients each run, through one schedule: ${PHASE} of warm-up at full, then ${PHASE} at full,"
-	echo "${PHASE} at half and ${PHASE} at full again. A round runs it with \`admission.capacity: auto\` (capacity_interval"
+	echo "${PHASE} at half and ${PHASE} at full again. A round runs it with \`admission.capacity: auto\` (capacity_law $LAW, capacity_interval"
 	echo "$INTERVAL, starting cold) and with each static capacity ($CAPACITIES), in reverse order every other round."
 	echo "Throughput is units completed a second by the proxy (\`gatekeeper_units_total\`), over each phase's last"
 	echo "half; the capacity has settled from the second after which it stayed within a factor 1.5 (the controller's"
