@@ -64,6 +64,10 @@ type Setup struct {
 	TrackPhase       time.Duration
 	AutoMin, AutoMax time.Duration
 	AutoInterval     time.Duration
+	// LawClients are the numbers of closed-loop clients the control laws are compared at,
+	// each run LawIntervals windows long. No LawClients: no experiment.
+	LawClients   []int
+	LawIntervals int
 }
 
 // DefaultSetup is the setup of make sim; quick is a smaller one for a smoke run and tests.
@@ -102,6 +106,8 @@ func DefaultSetup(quick bool) Setup {
 		AutoMin:         100 * time.Millisecond,
 		AutoMax:         100 * time.Second,
 		AutoInterval:    80 * time.Second,
+		LawClients:      []int{50, 200, 800},
+		LawIntervals:    150,
 	}
 	if quick {
 		s.Warmup, s.Duration = 100*time.Second, 300*time.Second
@@ -111,6 +117,7 @@ func DefaultSetup(quick bool) Setup {
 		s.BlockingQueues = []int{0, 8, 32, 128}
 		s.AdaptEvery = 5000
 		s.TrackPhase = 1200 * time.Second
+		s.LawIntervals = 60
 	}
 	return s
 }
@@ -227,8 +234,10 @@ type Results struct {
 	// Adaptive[l][v] is the same with the adaptive B.
 	Await    [][2][]Result
 	Adaptive [][2]Result
-	// Tracking is the adaptive capacity's experiment.
+	// Tracking is the adaptive capacity's experiment, Laws the comparison of its control
+	// laws.
 	Tracking Tracking
+	Laws     Laws
 	// Runs counts the simulations, Sessions the sessions simulated.
 	Runs, SessionsRun int
 }
@@ -275,6 +284,7 @@ func RunAll(s Setup, seed uint64, workers int) (*Results, error) {
 		}
 	}
 	s.trackingRuns(mix, seed, &r.Tracking, add)
+	s.lawRuns(mix, seed, &r.Laws, add)
 	if err := runJobs(jobs, workers); err != nil {
 		return nil, err
 	}

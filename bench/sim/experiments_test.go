@@ -21,6 +21,7 @@ func quickSetup() Setup {
 	s.BlockingQueues = []int{0, 128}
 	s.Sessions = 2000
 	s.AdaptEvery = 2000
+	s.LawClients = []int{200}
 	return s
 }
 

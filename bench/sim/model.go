@@ -154,6 +154,10 @@ type TracePoint struct {
 	Capacity   time.Duration
 	Throughput float64 // interactions completed in the second
 	Decision   admission.Decision
+	// Stretch and Alone are the adaptive capacity's last window's, Phase where it stood.
+	Stretch float64
+	Alone   time.Duration
+	Phase   admission.Phase
 }
 
 // tickEvery is how often the controller ticks while its capacity adapts: as the proxy.
@@ -371,7 +375,8 @@ func (s *run) loop() error {
 			if s.now%time.Second == 0 {
 				snap := s.ctl.Snapshot()
 				s.res.Trace = append(s.res.Trace, TracePoint{At: s.now, Capacity: snap.Capacity,
-					Throughput: float64(s.second), Decision: snap.Auto.Last})
+					Throughput: float64(s.second), Decision: snap.Auto.Last, Stretch: snap.Auto.Stretch,
+					Alone: snap.Auto.Alone, Phase: snap.Auto.Phase})
 				s.second = 0
 			}
 			s.events.push(event{at: s.now + tickEvery, kind: evTick})

@@ -116,7 +116,7 @@ func (r *Results) Charts() []Chart {
 			rejected.Series = append(rejected.Series, j)
 		}
 	}
-	return append([]Chart{capacity, tput, closedMean, openMean, perClass, aborted, rejected}, r.trackingCharts()...)
+	return append([]Chart{capacity, tput, closedMean, openMean, perClass, aborted, rejected}, append(r.trackingCharts(), r.lawCharts()...)...)
 }
 
 // WriteCharts writes the charts as PNG files into dir.
@@ -356,6 +356,7 @@ func (r *Results) WriteMarkdown(w io.Writer, m Meta) error {
 
 	r.writeAwait(p)
 	r.writeTracking(p)
+	r.writeLaws(p)
 	r.writeNotes(p)
 	if err := b.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)

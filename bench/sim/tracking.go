@@ -23,6 +23,19 @@ func (s Setup) trackingRuns(mix *Mix, seed uint64, t *Tracking, add func(Config,
 	if len(s.TrackSpeeds) == 0 {
 		return
 	}
+	auto := s.autoConfig(lawNames[0])
+	add(s.trackingRun(mix, seed, auto), &t.Auto)
+	t.Static = make([]Result, len(s.Capacities))
+	for i, c := range s.Capacities {
+		st := *auto
+		st.Capacity, st.Auto = c, admission.AutoConfig{}
+		add(s.trackingRun(mix, seed, &st), &t.Static[i])
+	}
+}
+
+// trackingRun is the tracking experiment's run under a: its clients, in front of the
+// database whose speed steps through the phases.
+func (s Setup) trackingRun(mix *Mix, seed uint64, a *admission.Config) Config {
 	db := s.Database
 	for i, v := range s.TrackSpeeds[1:] {
 		db.Changes = append(db.Changes, SpeedChange{At: time.Duration(i+1) * s.TrackPhase, Speed: v})
@@ -30,20 +43,9 @@ func (s Setup) trackingRuns(mix *Mix, seed uint64, t *Tracking, add func(Config,
 	if v := s.TrackSpeeds[0]; v != 1 {
 		db.Changes = append([]SpeedChange{{At: 0, Speed: v}}, db.Changes...)
 	}
-	run := func(a *admission.Config) Config {
-		return Config{Seed: seed, Database: db, Mix: mix, Admission: a, Trace: true,
-			Closed:   &ClosedLoop{Clients: s.TrackClients, Think: s.Think, ThinkMax: s.ThinkMax},
-			Duration: time.Duration(len(s.TrackSpeeds)) * s.TrackPhase}
-	}
-	auto := &admission.Config{Capacity: s.AutoMin, Discipline: admission.SJF, QueueTimeout: s.ClosedTimeout,
-		MaxQueue: 1 << 20, Auto: admission.AutoConfig{Enabled: true, Min: s.AutoMin, Max: s.AutoMax, Interval: s.AutoInterval}}
-	add(run(auto), &t.Auto)
-	t.Static = make([]Result, len(s.Capacities))
-	for i, c := range s.Capacities {
-		st := *auto
-		st.Capacity, st.Auto = c, admission.AutoConfig{}
-		add(run(&st), &t.Static[i])
-	}
+	return Config{Seed: seed, Database: db, Mix: mix, Admission: a, Trace: true,
+		Closed:   &ClosedLoop{Clients: s.TrackClients, Think: s.Think, ThinkMax: s.ThinkMax},
+		Duration: time.Duration(len(s.TrackSpeeds)) * s.TrackPhase}
 }
 
 // Phase is one phase of the tracking experiment, as measured.
