@@ -29,7 +29,7 @@ var offInTest = map[string]string{}
 
 // TestPrometheusEvaluatesDashboardAndAlerts runs two gatekeeper processes (passthrough and
 // pooled, admission on, with a policer and the monitor; pooled with the result cache in mode
-// rules) under a load that makes every counter move, scraped by a real Prometheus server
+// rules and the adaptive capacity) under a load that makes every counter move, scraped by a real Prometheus server
 // that loads deploy/prometheus/alerts.yml.
 // Every query of the dashboard, and every selector of every alert rule, must return data
 // through Prometheus's HTTP API, every whole rule expression must evaluate, and every rule
@@ -197,6 +197,15 @@ func replicasOf(name string) string {
 	return fmt.Sprintf("  replicas: [%q, %q]\n", env.Replica1, env.Replica2)
 }
 
+// capacityOf gives the pooled proxy the adaptive capacity, whose metrics the dashboard
+// draws, and the passthrough one a static capacity.
+func capacityOf(name string) string {
+	if name != "pooled" {
+		return "30ms"
+	}
+	return "auto\n  capacity_min: 10ms\n  capacity_start: 30ms"
+}
+
 func startScraped(t *testing.T, dir, name, extra string) *scrapedProxy {
 	t.Helper()
 	bin := gatekeeperBinary(t)
@@ -209,7 +218,7 @@ backends:
   primary: %s
 %sadmission:
   enabled: true
-  capacity: 30ms
+  capacity: %s
   queue_timeout: 300ms
   max_queue: 50
   reserve:
@@ -222,7 +231,7 @@ backends:
 monitor:
   user: %s
   password: %s
-%s`, p.addr, p.admin, env.Primary, replicasOf(name), env.User, env.Password, extra))
+%s`, p.addr, p.admin, env.Primary, replicasOf(name), capacityOf(name), env.User, env.Password, extra))
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--config", cfg)
 	log := &lockedBuffer{}
