@@ -223,11 +223,7 @@ func (r *Results) lawCharts() []Chart {
 			Title: fmt.Sprintf("Adaptive capacity from a cold start, sjf, %d closed-loop clients", n),
 			X:     "time (windows)", Y: "capacity (s)", LogY: true}}
 		for i, name := range l.Names {
-			sr := plot.Series{Name: name, Style: i + 1}
-			for _, tp := range l.Auto[i][j].Trace {
-				sr.Points = append(sr.Points, [2]float64{float64(tp.At) / float64(s.AutoInterval), tp.Capacity.Seconds()})
-			}
-			c.Series = append(c.Series, sr)
+			c.Series = append(c.Series, capacitySeries(name, i+1, l.Auto[i][j].Trace, s.AutoInterval))
 		}
 		best := r.LawCells(0)[j].Best
 		end := float64(s.LawIntervals)
@@ -240,11 +236,7 @@ func (r *Results) lawCharts() []Chart {
 			Title: fmt.Sprintf("Adaptive capacity, database speed %v by phase, %d clients", s.TrackSpeeds, s.TrackClients),
 			X:     "time (windows)", Y: "capacity (s)", LogY: true}}
 		for i, name := range l.Names {
-			sr := plot.Series{Name: name, Style: i + 1}
-			for _, tp := range l.Step[i].Trace {
-				sr.Points = append(sr.Points, [2]float64{float64(tp.At) / float64(s.AutoInterval), tp.Capacity.Seconds()})
-			}
-			c.Series = append(c.Series, sr)
+			c.Series = append(c.Series, capacitySeries(name, i+1, l.Step[i].Trace, s.AutoInterval))
 		}
 		best := plot.Series{Name: "best static capacity of the phase (its knee)", Style: len(l.Names) + 1, Dashed: true}
 		for k := range s.TrackSpeeds {
@@ -256,6 +248,15 @@ func (r *Results) lawCharts() []Chart {
 		out = append(out, c)
 	}
 	return out
+}
+
+// capacitySeries is a trace's capacity over time, in windows of interval.
+func capacitySeries(name string, style int, trace []TracePoint, interval time.Duration) plot.Series {
+	sr := plot.Series{Name: name, Style: style}
+	for _, tp := range trace {
+		sr.Points = append(sr.Points, [2]float64{float64(tp.At) / float64(interval), tp.Capacity.Seconds()})
+	}
+	return sr
 }
 
 // writeLaws writes the experiment's tables.

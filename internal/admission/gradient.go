@@ -148,11 +148,10 @@ func (u *adjuster) adaptGradient(now time.Time, set time.Duration, r reading) ti
 	if g.since == 0 {
 		g.probedAt = set
 	}
-	capacity := set
 	// The bound on running units held them through the window: more capacity would not
 	// let more run, and the stretch says nothing of it.
 	w.bound = w.bound && u.cappedArea < bindingUse*float64(w.measured)
-	next, d := u.gradientMove(capacity, w)
+	next, d := u.gradientMove(set, w)
 	if w.n >= minTuneSamples && w.queued {
 		g.noted(w.stretch)
 	}
@@ -162,14 +161,11 @@ func (u *adjuster) adaptGradient(now time.Time, set time.Duration, r reading) ti
 	g.floors[0] = u.sizeFloor
 	floor := median3(float64(g.floors[0]), float64(g.floors[1]), float64(g.floors[2]))
 	next = min(max(next, a.Min, time.Duration(floor)), a.Max)
-	switch {
-	case next == capacity && (d == DecisionUp || d == DecisionDown):
+	if next == set && (d == DecisionUp || d == DecisionDown) {
 		d = DecisionHold // at a bound
-	case next < set && d == DecisionHold:
-		d = DecisionDown // to what held the units
 	}
 	u.askProbe(next, w)
-	u.record(capacity, set, next, d, false, w)
+	u.record(set, set, next, d, false, w)
 	u.endWindow(now, d, w)
 	g.since++
 	if g.settled && g.probeAt.IsZero() {

@@ -30,18 +30,20 @@ func (c *Controller) Memory() (m AutoMemory, ok bool) {
 }
 
 // Resume starts the adaptive capacity from m, when it is on: at m's capacity (within its
-// bounds), settled, with m's times alone; a probe checks them within two intervals.
-func (c *Controller) Resume(m AutoMemory) {
+// bounds), settled, with m's times alone; a probe checks them within two intervals. It
+// returns whether it resumed.
+func (c *Controller) Resume(m AutoMemory) bool {
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.cfg.Auto.Enabled || m.Capacity <= 0 {
-		return
+		return false
 	}
 	c.adjuster.resume(m, now)
 	c.granter.setCapacity(min(max(m.Capacity, c.cfg.Auto.Min), c.cfg.Auto.Max))
 	c.adjusted()
 	c.dispatch(now)
+	return true
 }
 
 // resume takes up m at now (see Controller.Resume).

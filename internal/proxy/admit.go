@@ -376,8 +376,9 @@ func (t *tagSet) has(id []byte) bool {
 // capacity static.
 func (s *Server) CapacityMemory() map[string]admission.AutoMemory {
 	out := map[string]admission.AutoMemory{}
+	ctls := s.adm.all()
 	for i, name := range s.backendNames() {
-		if m, ok := s.adm.all()[i].Memory(); ok {
+		if m, ok := ctls[i].Memory(); ok {
 			out[name] = m
 		}
 	}
@@ -388,9 +389,9 @@ func (s *Server) CapacityMemory() map[string]admission.AutoMemory {
 // of it, by address, and returns how many it resumed.
 func (s *Server) ResumeCapacity(kept map[string]admission.AutoMemory) int {
 	n := 0
+	ctls := s.adm.all()
 	for i, name := range s.backendNames() {
-		if m, ok := kept[name]; ok {
-			s.adm.all()[i].Resume(m)
+		if m, ok := kept[name]; ok && ctls[i].Resume(m) {
 			n++
 		}
 	}
