@@ -34,7 +34,13 @@ func (c *Command) Text() []byte { return c.Payload[1:] }
 // ReadCommand reads the next command from the client. An empty packet is malformed; a
 // command longer than c's limit is refused before anything of it is forwarded when its first
 // frame already says so.
+//
+// A command that fits the read buffer is buffered whole before any of it is consumed: a
+// read cut short by a deadline leaves it where Unread finds it.
 func (c *Conn) ReadCommand(cmd *Command) error {
+	if err := c.awaitFrame(); err != nil {
+		return err
+	}
 	n, err := c.readHeader()
 	if err != nil {
 		return err

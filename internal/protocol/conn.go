@@ -294,6 +294,42 @@ func (c *Conn) readHeader() (int, error) {
 	return n, nil
 }
 
+// awaitFrame waits until the next frame is buffered whole, header included, when it fits
+// the read buffer; it consumes nothing.
+func (c *Conn) awaitFrame() error {
+	if err := c.flushBeforeBlock(headerSize); err != nil {
+		return err
+	}
+	h, err := c.peekN(headerSize)
+	if err != nil {
+		return err
+	}
+	if n := headerSize + (int(h[0]) | int(h[1])<<8 | int(h[2])<<16); n <= len(c.rbuf) {
+		_, err = c.peekN(n)
+	}
+	return err
+}
+
+// Consumed returns the bytes read and consumed so far: what was read, less what is
+// buffered.
+func (c *Conn) Consumed() uint64 { return c.BytesRead - uint64(c.Buffered()) }
+
+// Unread returns a copy of what was read from the connection and not consumed yet.
+func (c *Conn) Unread() []byte { return bytes.Clone(c.rbuf[c.rpos:c.rend]) }
+
+// Prime puts p, bytes the peer sent that another reader took off the connection
+// (Unread), in front of what is read next. Call it before the first read.
+func (c *Conn) Prime(p []byte) {
+	if len(p) > len(c.rbuf) {
+		c.rbuf = make([]byte, len(p))
+	}
+	c.rpos, c.rend = 0, copy(c.rbuf, p)
+	c.BytesRead += uint64(len(p))
+}
+
+// Unflushed returns the bytes written and not flushed yet.
+func (c *Conn) Unflushed() int { return c.wn }
+
 // peekByte returns the next byte without consuming it.
 func (c *Conn) peekByte() (byte, error) {
 	if err := c.flushBeforeBlock(1); err != nil {
