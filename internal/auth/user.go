@@ -215,6 +215,26 @@ func (c Credential) MarshalJSON() ([]byte, error) {
 	}{c.User, c.secrets()})
 }
 
+// SecretCredential is a Credential with its secrets in the open, for the one place they
+// must travel: the socket pair of a hand-over to a new process of the proxy (package
+// handover), which no other process can reach. Never log or store it.
+type SecretCredential struct {
+	User        string `json:"user"`
+	Password    string `json:"password,omitempty"`
+	HasPassword bool   `json:"has_password,omitempty"`
+	Stage1      []byte `json:"stage1,omitempty"`
+}
+
+// Secret returns the credential with its secrets, for a hand-over.
+func (c Credential) Secret() SecretCredential {
+	return SecretCredential{User: c.User, Password: c.Password, HasPassword: c.HasPassword, Stage1: c.Stage1}
+}
+
+// Credential returns the credential s carries.
+func (s SecretCredential) Credential() Credential {
+	return Credential{User: s.User, Password: s.Password, HasPassword: s.HasPassword, Stage1: s.Stage1}
+}
+
 // The secrets of a User (a clear password, or a Stage2 hash that, with one overheard
 // login, yields SHA1(password)) are redacted the same way.
 

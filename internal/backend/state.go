@@ -381,3 +381,35 @@ func ValidVarName(name []byte) bool {
 	}
 	return true
 }
+
+// StateRecord is a State as a hand-over to a new process carries it.
+type StateRecord struct {
+	Schema       string `json:"schema,omitempty"`
+	Charset      byte   `json:"charset,omitempty"`
+	LastInsertID uint64 `json:"last_insert_id,omitempty"`
+	Vars         []Var  `json:"vars,omitempty"`
+}
+
+// Record returns the state as a record.
+func (s *State) Record() StateRecord {
+	return StateRecord{Schema: s.Schema, Charset: s.Charset, LastInsertID: s.LastInsertID, Vars: slices.Clone(s.vars.list)}
+}
+
+// StateOf returns the state r records.
+func StateOf(r StateRecord) *State {
+	s := NewState(r.Schema, r.Charset)
+	s.LastInsertID = r.LastInsertID
+	for _, v := range r.Vars {
+		s.SetVar(v.Name, v.Value)
+	}
+	return s
+}
+
+// Record returns the snapshot as a record (its schema and variables).
+func (sn Snapshot) Record() StateRecord {
+	r := StateRecord{Schema: sn.schema}
+	if sn.vars != nil {
+		r.Vars = slices.Clone(sn.vars.list)
+	}
+	return r
+}

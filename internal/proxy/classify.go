@@ -121,18 +121,23 @@ func (s *session) classify(p *plan) {
 		if r.Unsure {
 			s.hot.unsure.add(1)
 		}
-		p.stmt = statement{valid: true, hash: r.Hash, digest: r.Digest, tag: r.Tag,
-			killID: r.KillID, killQuery: r.KillQuery, connIDOnly: r.ConnectionIDOnly, connIDName: r.ConnectionIDName,
-			volatile: r.Volatile,
-			Statement: routing.Statement{Kind: r.Kind, Uses: r.Uses, Multi: r.MultiStatement,
-				Opaque:    r.Unsure || r.MultiStatement || r.Kind == classify.Write && r.UnknownTables,
-				StartsTxn: r.TxnStart, ReadOnly: r.TxnReadOnly, ReadWrite: r.TxnReadWrite,
-				Tables: s.routes.Fill(r, s.schema)}}
+		p.stmt = s.statementOf(r, s.schema)
 	case mysql.COM_STMT_EXECUTE:
 		if c := s.cmd.Payload; len(c) >= 5 {
 			p.stmt = s.stmts[binary.LittleEndian.Uint32(c[1:])]
 		}
 	}
+}
+
+// statementOf is what the path keeps of the statement r classified, run in schema.
+func (s *session) statementOf(r *classify.Result, schema string) statement {
+	return statement{valid: true, hash: r.Hash, digest: r.Digest, tag: r.Tag,
+		killID: r.KillID, killQuery: r.KillQuery, connIDOnly: r.ConnectionIDOnly, connIDName: r.ConnectionIDName,
+		volatile: r.Volatile,
+		Statement: routing.Statement{Kind: r.Kind, Uses: r.Uses, Multi: r.MultiStatement,
+			Opaque:    r.Unsure || r.MultiStatement || r.Kind == classify.Write && r.UnknownTables,
+			StartsTxn: r.TxnStart, ReadOnly: r.TxnReadOnly, ReadWrite: r.TxnReadWrite,
+			Tables: s.routes.Fill(r, schema)}}
 }
 
 // rememberPrepared keeps the classification of a statement the backend just prepared.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net"
+	"os"
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
@@ -29,6 +30,12 @@ type backendLink interface {
 	// backend connection it holds now. Any goroutine may call backendNow.
 	view() linkView
 	backendNow() (addr string, thread uint32)
+	// movable says why the session cannot move to another process now, "" when it can;
+	// record adds the link's part to rec, returning duplicates of the sockets that move
+	// with it, and restore takes it, with those sockets, in the other process.
+	movable() string
+	record(rec *SessionRecord) ([]*os.File, error)
+	restore(rec *SessionRecord, backends []net.Conn) error
 }
 
 // backendSource hands out the backend connection of each unit and takes it back.

@@ -23,6 +23,8 @@ type metrics struct {
 	backendClosedIdle prometheus.Counter
 	protocolErrors    *prometheus.CounterVec
 	errorsSent        *prometheus.CounterVec // by origin and code
+	handovers         *prometheus.CounterVec // by result
+	handoverConns     *prometheus.CounterVec // by result and reason
 	admissionMetrics
 	refusedVec *prometheus.CounterVec
 }
@@ -73,9 +75,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "gatekeeper_client_errors_total",
 		Help: "ERR packets sent to clients, by MySQL error code and origin: the server's relayed (server) or the proxy's own (proxy).",
 	}, []string{"origin", "code"})
+	m.handovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_handovers_total",
+		Help: "Hand-overs to a new process started by this process or the ones it took over from, by result: completed, refused (the new process cannot read this one's state), failed.",
+	}, []string{"result"})
+	m.handoverConns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatekeeper_handover_connections_total",
+		Help: "Client connections at the hand-overs this process took over: handed_over, or drained instead, by the reason they could not move (tls, a pin's name, ...).",
+	}, []string{"result", "reason"})
 	m.hot = newHotMetrics()
 	reg.MustRegister(m.connsOpen, m.connsTotal, m.connsRefused, m.handshakeErrors, m.hot,
-		m.backendDialErrs, m.backendLost, m.backendClosedIdle, m.protocolErrors, m.errorsSent)
+		m.backendDialErrs, m.backendLost, m.backendClosedIdle, m.protocolErrors, m.errorsSent,
+		m.handovers, m.handoverConns)
 	return m
 }
 

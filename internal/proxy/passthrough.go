@@ -71,7 +71,8 @@ func (d *dedicated) close() {
 	b := d.conn
 	d.mu.Unlock()
 	if b != nil {
-		if !s.backendBroken {
+		// A connection handed over to another process goes on there.
+		if !s.backendBroken && !s.handedOff {
 			_ = b.SetWriteDeadline(time.Now().Add(time.Second))
 			b.ResetSequence()
 			if b.WritePacket([]byte{mysql.COM_QUIT}) == nil {

@@ -45,7 +45,11 @@ type Server struct {
 	// mu guards the fields below it.
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
-	sessions  map[*session]struct{}
+	// order lists the listeners in the order Serve was given them (Detach); detached is
+	// set once Detach took them.
+	order    []net.Listener
+	detached bool
+	sessions map[*session]struct{}
 	// byID finds a session by the connection id its client sees (KILL).
 	byID     map[uint32]*session
 	draining bool
@@ -199,6 +203,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrServerClosed
 	}
 	s.listeners[ln] = struct{}{}
+	s.order = append(s.order, ln)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
@@ -220,8 +225,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		conn, err := ln.Accept()
 		if err != nil {
 			s.mu.Lock()
-			draining := s.draining
+			draining, detached := s.draining, s.detached
 			s.mu.Unlock()
+			if detached {
+				return ErrDetached
+			}
 			if draining {
 				return ErrServerClosed
 			}
@@ -270,10 +278,16 @@ func (s *Server) start(conn net.Conn) {
 		return
 	}
 	sess := newSession(s.collaborators, s.nextID.Add(1), conn)
+	s.launch(sess, sess.run)
+}
+
+// launch registers sess and runs it with run: its login and commands, or (resume) the
+// commands of a session another process handed over.
+func (s *Server) launch(sess *session, run func()) {
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
-		_ = conn.Close()
+		_ = sess.client.Close()
 		return
 	}
 	s.sessions[sess] = struct{}{}
@@ -284,7 +298,7 @@ func (s *Server) start(conn net.Conn) {
 	s.metrics.connsOpen.Inc()
 	go func() { // ends when the session ends
 		defer s.wg.Done()
-		sess.run()
+		run()
 		s.open.Add(-1)
 		s.metrics.connsOpen.Dec()
 		s.mu.Lock()
@@ -328,8 +342,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = fmt.Errorf("drain timeout: closing %d connections: %w", s.Open(), ctx.Err())
+		h := s.handoff.Load()
 		s.mu.Lock()
 		for sess := range s.sessions {
+			if h != nil {
+				h.drain("drain_timeout")
+			}
 			sess.kill()
 		}
 		s.mu.Unlock()

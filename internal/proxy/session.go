@@ -48,6 +48,9 @@ type collaborators struct {
 	index sessionIndex
 	// logins bounds the connections logging in at once.
 	logins *handshakeGate
+	// handoff is the hand-over under way, nil when none: the drain then moves each session
+	// to the other process rather than close it.
+	handoff atomic.Pointer[Handoff]
 }
 
 // sessionIndex finds a live session by the connection id its client knows.
@@ -149,6 +152,9 @@ type session struct {
 	// backendBroken is set when the backend connection failed or was left in the middle of
 	// an exchange: it must not be reused or sent anything more.
 	backendBroken bool
+	// handedOff is set once the session moved to another process: its sockets are that
+	// process's now, and closing them here only lets go of this one's descriptors.
+	handedOff bool
 
 	// mu guards wait: the interplay with the server's drain and idle reaper.
 	mu   sync.Mutex
@@ -247,9 +253,13 @@ func (s *session) run() {
 func (s *session) awaitCommand() bool {
 	s.client.Trim()
 	if !s.startWaiting() {
+		if h := s.handoff.Load(); h != nil && s.handOff(h) {
+			return false
+		}
 		s.log.Debug("closing for shutdown")
 		return false
 	}
+	consumed := s.client.Consumed()
 	err := s.client.ReadCommand(&s.cmd)
 	reason := s.stopWaiting()
 	if reason != "" {
@@ -261,6 +271,10 @@ func (s *session) awaitCommand() bool {
 		return true
 	}
 	switch {
+	case reason == reasonShutdown && errors.Is(err, os.ErrDeadlineExceeded) && s.handoff.Load() != nil &&
+		s.client.Consumed() == consumed:
+		// Nothing of a command was consumed: what came of one is buffered, and moves.
+		s.handOff(s.handoff.Load())
 	case reason != "" && errors.Is(err, os.ErrDeadlineExceeded):
 		if s.backendBroken {
 			// Counted; one line per client would flood the log when a database restarts.
@@ -314,6 +328,9 @@ func (s *session) interruptLocked(reason string) {
 	_ = s.client.SetReadDeadline(time.Unix(1, 0))
 }
 
+// reasonShutdown is why a drain interrupts a session's wait for a command.
+const reasonShutdown = "server shutting down"
+
 // drain marks the session for shutdown and ends it at once if it idles outside a
 // transaction. The others end when their transaction does.
 func (s *session) drain() {
@@ -321,7 +338,7 @@ func (s *session) drain() {
 	defer s.mu.Unlock()
 	s.wait.draining = true
 	if s.wait.idle && !s.wait.inTxn {
-		s.interruptLocked("server shutting down")
+		s.interruptLocked(reasonShutdown)
 	}
 }
 

@@ -176,6 +176,13 @@ func add(dst Pos, g GTID) Pos {
 	return append(dst, g)
 }
 
+// All returns every position recorded.
+func (v *Versions) All() Pos {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.all
+}
+
 // Floor returns the position every read needs.
 func (v *Versions) Floor() Pos {
 	v.mu.RLock()

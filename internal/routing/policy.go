@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,6 +94,9 @@ type Policy struct {
 	// (SetWrites); nil: only what this proxy acknowledged is known.
 	positions Positions
 	follower  Follower
+	// held is set while another process, handing its connections over to this one, may
+	// still acknowledge writes this one does not see (HoldStrong).
+	held atomic.Bool
 }
 
 // sessionKeys bounds the application sessions whose writes are kept apart.
@@ -116,6 +120,33 @@ func (p *Policy) SetWrites(positions Positions, follower Follower) {
 // Writes returns what SetWrites gave: the position reader and the follower, nil where
 // none.
 func (p *Policy) Writes() (Positions, Follower) { return p.positions, p.follower }
+
+// HoldStrong sends strong reads to the primary until ReleaseStrong, when writes are known
+// only as this proxy acknowledges them (ProxyLocal): a process handing its connections
+// over to this one still acknowledges writes this one does not see. Under the rules that
+// learn writes from the primary, every writer is counted already and nothing changes.
+func (p *Policy) HoldStrong() { p.held.Store(true) }
+
+// ReleaseStrong ends HoldStrong once the other process has acknowledged its last write:
+// every read needs at least all, every position it recorded. When that is not known (the
+// other process ended without saying), every read needs the primary's position as it is
+// read next.
+func (p *Policy) ReleaseStrong(all replicas.Pos, known bool) {
+	v := p.router.Versions()
+	if known {
+		v.Covered(all)
+	} else {
+		v.WroteUnknown(time.Now())
+	}
+	p.held.Store(false)
+}
+
+// Acknowledged returns every position of a write this proxy recorded, for a process that
+// takes its connections over.
+func (p *Policy) Acknowledged() replicas.Pos { return p.router.Versions().All() }
+
+// holdsStrong tells whether a strong read goes to the primary for HoldStrong.
+func (p *Policy) holdsStrong() bool { return p.held.Load() && p.rule() == ProxyLocal }
 
 // Rule returns the rule strong reads go by now: routing.strong_rule, or ProxyLocal while
 // what it needs is missing (the follower refused for want of a grant).

@@ -190,6 +190,9 @@ func (s *Session) pick(ctx context.Context, t *Tables, mode replicas.Consistency
 	p := s.p
 	var horizon replicas.Pos
 	if mode == replicas.Strong {
+		if p.holdsStrong() {
+			return nil, false // another process may acknowledge writes this one does not see
+		}
 		var ok bool
 		if horizon, ok = s.horizon(ctx); !ok {
 			return nil, true // what the read must see cannot be told in time: the primary
@@ -366,4 +369,32 @@ const replicaPins = classify.UsesUserVariable | classify.UsesGetLock | classify.
 // COM_QUERY or COM_STMT_EXECUTE, nil for other commands.
 func (s *Session) PinsReplica(st *Statement, inTxn bool) bool {
 	return s != nil && s.cur.Replica() && inTxn && st != nil && st.Uses&replicaPins != 0
+}
+
+// SessionRecord is a session's side of routing as a hand-over to a new process carries
+// it: the consistency its reads get and the position of its own last write.
+type SessionRecord struct {
+	Consistency replicas.Consistency `json:"consistency"`
+	Own         string               `json:"own,omitempty"`
+}
+
+// Record returns the session as a record; nil without routing.
+func (s *Session) Record() *SessionRecord {
+	if s == nil {
+		return nil
+	}
+	return &SessionRecord{Consistency: s.consistency, Own: s.own.String()}
+}
+
+// Restore makes the session the one r records.
+func (s *Session) Restore(r *SessionRecord) error {
+	if s == nil || r == nil {
+		return nil
+	}
+	own, err := replicas.ParsePos(r.Own)
+	if err != nil {
+		return err
+	}
+	s.consistency, s.own = r.Consistency, own
+	return nil
 }
