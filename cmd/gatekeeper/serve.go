@@ -119,8 +119,12 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	_ = mysql.SetLogger(driverLogger{log})
 	var bg background // what ends with serve
 	defer bg.stop()
+	take, err := inherit(cfg.Mode, log) // a hand-over from the process this one replaces
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
-	est, err := openEstimates(cfg.Estimator, log, reg)
+	est, err := openEstimates(cfg.Estimator, log, reg, take.estimatesFile())
 	if err != nil {
 		return err
 	}
@@ -129,11 +133,11 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return err
 	}
 	est.srv = srv
-	resumeCapacity(srv, capacityFile(est.file), log)
+	resumeCapacity(srv, capacityFile(est.loaded), log)
 	runThreads(&bg, cfg, log)
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, aln, err := listen(cfg, take, srv)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	defer ln.Close() // closed by the drain first, unless a part failed to start
 	if err := startMonitor(&bg, cfg, srv, reg, log); err != nil {
@@ -144,12 +148,22 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err := startAccounts(&bg, cfg, srv, rl, log); err != nil {
 		return err
 	}
+	h := &handing{cfg: cfg, srv: srv, est: est, log: log, ln: ln, aln: aln, serveErr: make(chan error, 1),
+		requests: make(chan handoverRequest), results: map[string]int{}}
 	draining := make(chan struct{}) // closed when the drain begins: no longer ready
-	adminSrv, err := startAdmin(cfg, srv, est.costs, rl, reg, draining, log)
+	adminSrv, err := startAdmin(cfg, aln, srv, est.costs, rl, h, reg, draining, log)
 	if err != nil {
 		return err
 	}
-	runErr := run(ctx, srv, ln, rl, est, cfg, log)
+	runErr := run(ctx, h, rl, est, take, log)
+	if errors.Is(runErr, errHandedOver) {
+		// The new process serves; this one's connections follow it as each goes idle. The
+		// learned state is the new process's to save now.
+		h.finish()
+		stopAdmin(adminSrv)
+		log.Info("stopped")
+		return nil
+	}
 	close(draining)
 	drain(srv, adminSrv, cfg, log)
 	est.save()
@@ -183,19 +197,26 @@ func (b *background) stop() {
 type estimates struct {
 	costs *estimator.Table
 	file  string
-	log   *slog.Logger
-	srv   capacityKeeper
+	// loaded is where they were loaded from: file, or a hand-over's.
+	loaded string
+	log    *slog.Logger
+	srv    capacityKeeper
 }
 
-// openEstimates returns the table of costs, loaded from its state file, and registers the
-// metrics /metrics exports besides the proxy's.
-func openEstimates(c config.Estimator, log *slog.Logger, reg prometheus.Registerer) (*estimates, error) {
+// openEstimates returns the table of costs, loaded from its state file (or, without one,
+// from handedOver, where the process this one takes over from saved them), and registers
+// the metrics /metrics exports besides the proxy's.
+func openEstimates(c config.Estimator, log *slog.Logger, reg prometheus.Registerer, handedOver string) (*estimates, error) {
 	costs, err := newCostTable(c)
 	if err != nil {
 		return nil, err
 	}
 	e := &estimates{costs: costs, file: stateFile(c), log: log}
-	loadEstimates(costs, e.file, log)
+	e.loaded = e.file
+	if e.loaded == "" {
+		e.loaded = handedOver
+	}
+	loadEstimates(costs, e.loaded, log)
 	registerMetrics(reg, costs, c.MetricsTopTypes)
 	return e, nil
 }
@@ -288,14 +309,10 @@ func startAccounts(bg *background, cfg config.Config, srv *proxy.Server, rl *rel
 
 // startAdmin runs the admin listener (/metrics, health, the JSON API, reloads) unless
 // admin.listen is empty; it is no longer ready once draining is closed.
-func startAdmin(cfg config.Config, srv *proxy.Server, costs *estimator.Table, rl *reloader, reg *prometheus.Registry,
-	draining <-chan struct{}, log *slog.Logger) (*http.Server, error) {
-	if cfg.Admin.Listen == "" {
+func startAdmin(cfg config.Config, aln net.Listener, srv *proxy.Server, costs *estimator.Table, rl *reloader, h *handing,
+	reg *prometheus.Registry, draining <-chan struct{}, log *slog.Logger) (*http.Server, error) {
+	if aln == nil {
 		return nil, nil
-	}
-	aln, err := net.Listen("tcp", cfg.Admin.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("admin listen: %w", err)
 	}
 	primary := replicas.NewProbe(cfg.Backends.Primary, cfg.Backends.ConnectTimeout, 2*time.Second)
 	ready := admin.CheckFunc(func(ctx context.Context) error {
@@ -319,6 +336,7 @@ func startAdmin(cfg config.Config, srv *proxy.Server, costs *estimator.Table, rl
 		Cache:    cacheSource{srv: srv},
 		Rules:    rulesSource{srv: srv},
 		Reload:   rl.reload,
+		Handover: h.request,
 		Pprof:    cfg.Admin.Pprof,
 	})
 	adminSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
@@ -330,14 +348,38 @@ func startAdmin(cfg config.Config, srv *proxy.Server, costs *estimator.Table, rl
 	return adminSrv, nil
 }
 
-// run serves ln until ctx ends or accepting fails, reloading on SIGHUP and saving the
-// estimates every estimator.save_interval.
-func run(ctx context.Context, srv *proxy.Server, ln net.Listener, rl *reloader, est *estimates, cfg config.Config, log *slog.Logger) error {
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }() // ends when Shutdown closes ln
-	log.Info("gatekeeper started", "version", buildVersion(), "listen", ln.Addr().String(),
+// listen returns the client and admin listeners (the admin's nil without admin.listen):
+// opened, or taken over from the process this one replaces.
+func listen(cfg config.Config, take *takeover, srv *proxy.Server) (ln, aln net.Listener, err error) {
+	if take != nil {
+		return take.listeners(srv)
+	}
+	if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, nil, fmt.Errorf("listen: %w", err)
+	}
+	if cfg.Admin.Listen == "" {
+		return ln, nil, nil
+	}
+	if aln, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
+		_ = ln.Close()
+		return nil, nil, fmt.Errorf("admin listen: %w", err)
+	}
+	return ln, aln, nil
+}
+
+// run serves until ctx ends or accepting fails, reloading on SIGHUP, saving the estimates
+// every estimator.save_interval, and handing over to a new process on SIGUSR2 or POST
+// /-/handover (errHandedOver once one serves). take, when not nil, is the hand-over this
+// process was started for.
+func run(ctx context.Context, h *handing, rl *reloader, est *estimates, take *takeover, log *slog.Logger) error {
+	srv, cfg := h.srv, h.cfg
+	go func() { h.serveErr <- srv.Serve(h.ln) }() // ends when Shutdown or Detach closes ln
+	log.Info("gatekeeper started", "version", buildVersion(), "listen", h.ln.Addr().String(),
 		"admin", cfg.Admin.Listen, "primary", cfg.Backends.Primary, "mode", cfg.Mode,
 		"admission", cfg.Admission.Enabled)
+	if take != nil {
+		take.serve(srv, h)
+	}
 	if _, err := sdnotify.Send(sdnotify.Ready); err != nil {
 		log.Warn("cannot notify systemd", "err", err)
 	}
@@ -350,15 +392,28 @@ func run(ctx context.Context, srv *proxy.Server, ln net.Listener, rl *reloader, 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	defer signal.Stop(usr2)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
 			_ = rl.reload() // logged
+		case <-usr2:
+			if _, err := h.begin(); err == nil { // logged
+				return errHandedOver
+			}
+		case req := <-h.requests:
+			res, err := h.begin()
+			req.reply <- handoverReply{res, err}
+			if err == nil {
+				return errHandedOver
+			}
 		case <-saveTick:
 			est.save()
-		case err := <-serveErr:
+		case err := <-h.serveErr:
 			return fmt.Errorf("accept: %w", err)
 		}
 	}
@@ -374,6 +429,11 @@ func drain(srv *proxy.Server, adminSrv *http.Server, cfg config.Config, log *slo
 	if err := srv.Shutdown(drainCtx); err != nil {
 		log.Warn("drain incomplete", "err", err)
 	}
+	stopAdmin(adminSrv)
+}
+
+// stopAdmin stops the admin listener, letting requests in progress finish for 2 s.
+func stopAdmin(adminSrv *http.Server) {
 	if adminSrv != nil {
 		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer scancel()

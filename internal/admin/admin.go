@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -77,6 +78,9 @@ type Sources struct {
 	// Reload re-reads the configuration and applies what can change at runtime; without
 	// it /-/reload answers 404.
 	Reload func() error
+	// Handover hands the proxy over to a new process running the binary on disk, and
+	// answers once that process serves; without it /-/handover answers 404.
+	Handover func(ctx context.Context) (HandoverResponse, error)
 	// Pprof serves Go's profiles under /debug/pprof/.
 	Pprof bool
 }
@@ -95,6 +99,8 @@ type Sources struct {
 //	                             404 with CacheOff while it is off
 //	GET  /api/v1/rules           the query rules and their counts (RulesResponse)
 //	POST /-/reload               re-read the configuration (as SIGHUP does)
+//	POST /-/handover             hand over to a new process (as SIGUSR2 does); 200 once it
+//	                             serves (HandoverResponse), 409 when it refused, 503 otherwise
 //	GET  /debug/pprof/...        Go's profiles, when Pprof is set
 func Handler(src Sources) http.Handler {
 	mux := http.NewServeMux()
@@ -169,8 +175,34 @@ func Handler(src Sources) http.Handler {
 			writeJSON(w, map[string]string{"status": "reloaded"})
 		})
 	}
+	if src.Handover != nil {
+		mux.HandleFunc("POST /-/handover", func(w http.ResponseWriter, r *http.Request) {
+			res, err := src.Handover(r.Context())
+			switch {
+			case errors.Is(err, ErrHandoverRefused):
+				writeError(w, http.StatusConflict, err.Error())
+			case err != nil:
+				writeError(w, http.StatusServiceUnavailable, err.Error())
+			default:
+				writeJSON(w, res)
+			}
+		})
+	}
 	return mux
 }
+
+// HandoverResponse is the answer of POST /-/handover: the process that handed over, the
+// one that took over, and its version.
+type HandoverResponse struct {
+	Status  string `json:"status"`
+	OldPID  int    `json:"old_pid"`
+	NewPID  int    `json:"new_pid"`
+	Version string `json:"version"`
+}
+
+// ErrHandoverRefused is the error of a hand-over the new process refused; the old one
+// goes on serving.
+var ErrHandoverRefused = errors.New("the new process refused the hand-over")
 
 // writeError answers code with the reason as JSON: {"status": "error", "error": reason}.
 func writeError(w http.ResponseWriter, code int, reason string) {
