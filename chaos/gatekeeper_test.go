@@ -27,6 +27,8 @@ import (
 // addresses; whatever is still running when the test ends is killed by its PID.
 type gatekeeper struct {
 	t *testing.T
+	// bin is the binary the process runs.
+	bin string
 	// Addr is where clients connect; AdminAddr the metrics and API listener.
 	Addr, AdminAddr string
 	// settings are the configuration keys and values the process gets.
@@ -43,12 +45,18 @@ type gatekeeper struct {
 // reports that it accepts connections. Pooled mode gets a users file with the test account.
 func startGatekeeper(t *testing.T, mode string, settings map[string]string) *gatekeeper {
 	t.Helper()
+	return startGatekeeperFrom(t, env.Gatekeeper, mode, settings)
+}
+
+// startGatekeeperFrom is startGatekeeper running the binary at bin.
+func startGatekeeperFrom(t *testing.T, bin, mode string, settings map[string]string) *gatekeeper {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "gk-") // short: a socket path must fit in 108 bytes
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	g := &gatekeeper{t: t, logPath: filepath.Join(dir, "gatekeeper.log")}
+	g := &gatekeeper{t: t, bin: bin, logPath: filepath.Join(dir, "gatekeeper.log")}
 	g.settings = map[string]string{
 		"listen":                   "127.0.0.1:" + freePort(t),
 		"admin.listen":             "127.0.0.1:" + freePort(t),
@@ -101,7 +109,7 @@ func (g *gatekeeper) start() {
 		g.t.Fatal(err)
 	}
 	defer logFile.Close() // the child has its own descriptor
-	cmd := exec.Command(env.Gatekeeper, "serve")
+	cmd := exec.Command(g.bin, "serve")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, config.EnvPrefix+"_") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
 			cmd.Env = append(cmd.Env, kv)

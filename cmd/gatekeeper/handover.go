@@ -328,7 +328,14 @@ func receive(ch *handover.Channel, exited <-chan struct{}) (*handover.Message, e
 	case r := <-got:
 		return r.m, r.err
 	case <-exited:
-		return nil, errors.New("the new process exited")
+		// What it sent before it exited is still to be read: its end is closed, so the
+		// read ends at once.
+		select {
+		case r := <-got:
+			return r.m, r.err
+		case <-time.After(time.Second):
+			return nil, errors.New("the new process exited")
+		}
 	case <-time.After(handoverTimeout):
 		return nil, fmt.Errorf("no answer within %s", handoverTimeout)
 	}
