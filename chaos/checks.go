@@ -42,8 +42,8 @@ var Checks = []Check{
 			"hand-over's pauses, not admission's), shutdown.drain_timeout 10s, a self-signed TLS certificate. 500 clients hold one " +
 			"connection each and run INSERTs of unique ids, transactions, read-backs of their own writes and SELECTs, a statement " +
 			"every 100 ms; 30 of them keep sql_mode, time_zone, a schema and 2 prepared statements. Once the load settles: 5 " +
-			"hand-overs 3 s apart (POST /-/handover or SIGUSR2; the same binary 3 times, then a build of another version renamed " +
-			"over the path, twice) and one to a build of another hand-over format. Asserts: no disconnect (CONNECTION_ID() the " +
+			"hand-overs 3 s apart (POST /-/handover or SIGUSR2; the same binary 3 times, then a build of an older commit that reads the " +
+			"same state, 101515b, renamed over the path, twice) and one to a build of another hand-over format. Asserts: no disconnect (CONNECTION_ID() the " +
 			"same at the end), no error, no wrong answer; every acknowledged id in the table once; session state as on the " +
 			"primary and unchanged; MAINPID= from the old process and READY=1 from the new; the old process exits 0; TLS clients " +
 			"and pooled sessions pinned by a temporary table or GET_LOCK drained and counted by reason; the refused hand-over " +

@@ -81,9 +81,10 @@ const (
 	// handoverMargin widens each hand-over's window (from the trigger to the old process's
 	// exit) on both sides.
 	handoverMargin = 500 * time.Millisecond
-	// olderVersion is the version string of the build that stands in for an older commit
-	// that reads the same state.
+	// olderVersion is the version string of the build of an older commit that reads the
+	// same state: olderCommit, the first with the suite's hand-over check.
 	olderVersion = "chaos-older"
+	olderCommit  = "101515b"
 	// refusedExitStatus is how a new process that refuses the hand-over exits.
 	refusedExitStatus = 3
 )
@@ -301,10 +302,10 @@ func handoverUnderLoad(t *testing.T, mode string, bins handoverBinaries, cert se
 		drainedNext = strings.Join(drainedErrs, "; ")
 	}
 	report(fmt.Sprintf("hand-over: session state, drain, refusal (%s)", mode), "session state (sql_mode, time_zone, schema, 2 prepared statements) of %d clients: "+
-		"as on the primary %d, the same after the hand-overs %d; versions %s; at the first hand-over %d connections handed over, "+
+		"as on the primary %d, the same after the hand-overs %d; versions %s (%s built from %s); at the first hand-over %d connections handed over, "+
 		"drained %s (next statement: %s; a new TLS client: %s); pinned sessions %s; "+
 		"refused: HTTP %d (%s), the refusing build exited with status %s, pid %d kept serving: %v",
-		sum.stateClients, stateAsPrimary, sum.stateKept, strings.Join(versions, ", "), firstHandedOver,
+		sum.stateClients, stateAsPrimary, sum.stateKept, strings.Join(versions, ", "), olderVersion, bins.olderFrom, firstHandedOver,
 		mapText(firstDrained), drainedNext, errText(newTLSErr), pinnedText,
 		refusal.code, refusal.message, refusal.status, refusal.pid, refusal.kept)
 
@@ -418,6 +419,8 @@ func checkPinned(t *testing.T, mode string, mon *primaryMonitor, lock string, te
 // code with another version string, and a build whose hand-over format differs.
 type handoverBinaries struct {
 	base, older, refusing string
+	// olderFrom says what the older build was built from.
+	olderFrom string
 }
 
 // buildHandoverBinaries builds the other two from this checkout.
@@ -429,17 +432,42 @@ func buildHandoverBinaries(t *testing.T) handoverBinaries {
 		older:    filepath.Join(dir, "gatekeeper-older"),
 		refusing: filepath.Join(dir, "gatekeeper-refusing"),
 	}
-	for _, build := range []struct{ out, ldflags string }{
-		{b.older, "-s -w -X main.version=" + olderVersion},
-		{b.refusing, "-s -w -X main.version=chaos-refusing -X github.com/gatekeeperdb/gatekeeper/internal/handover.Format=999"},
+	// The older build is of an older commit when the checkout has its history; otherwise
+	// of this one, with another version string.
+	olderSrc := repoRoot()
+	if src, ok := checkoutOf(t, olderCommit, filepath.Join(dir, "older-src")); ok {
+		olderSrc, b.olderFrom = src, "commit "+olderCommit
+	} else {
+		b.olderFrom = "this checkout (commit " + olderCommit + " is not in its history)"
+	}
+	for _, build := range []struct{ src, out, ldflags string }{
+		{olderSrc, b.older, "-s -w -X main.version=" + olderVersion},
+		{repoRoot(), b.refusing, "-s -w -X main.version=chaos-refusing -X github.com/gatekeeperdb/gatekeeper/internal/handover.Format=999"},
 	} {
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", build.ldflags, "-o", build.out, "./cmd/gatekeeper")
-		cmd.Dir = repoRoot()
+		cmd.Dir = build.src
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build -ldflags %q: %v\n%s", build.ldflags, err, out)
+			t.Fatalf("go build -ldflags %q in %s: %v\n%s", build.ldflags, build.src, err, out)
 		}
 	}
 	return b
+}
+
+// checkoutOf writes the tree of commit into dir, when the checkout has it.
+func checkoutOf(t *testing.T, commit, dir string) (string, bool) {
+	t.Helper()
+	root := repoRoot()
+	if exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run() != nil {
+		return "", false
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	archive := exec.Command("sh", "-c", "git -C \"$0\" archive \"$1\" | tar -x -C \"$2\"", root, commit, dir)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", commit, err, out)
+	}
+	return dir, true
 }
 
 // install puts a copy of src at dst in one rename, as a deployment replaces a binary: a

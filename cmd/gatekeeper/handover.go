@@ -462,11 +462,15 @@ func (t *takeover) serve(srv *proxy.Server, h *handing) {
 func (t *takeover) adopt(srv *proxy.Server, h *handing) {
 	defer t.ch.Close()
 	policy := srv.Routing()
-	adopted := 0
+	// Each connection is taken over in a goroutine of its own: a client whose command
+	// waits for its connection to move waits for that one alone.
+	var adopting sync.WaitGroup
+	defer adopting.Wait()
 	for {
 		m, err := t.ch.Receive()
 		if err != nil {
-			t.log.Warn("the old process ended the hand-over without finishing it", "err", err, "adopted", adopted)
+			t.log.Warn("the old process ended the hand-over without finishing it", "err", err)
+			adopting.Wait()
 			if policy != nil {
 				policy.ReleaseStrong(nil, false)
 			}
@@ -474,18 +478,19 @@ func (t *takeover) adopt(srv *proxy.Server, h *handing) {
 		}
 		switch m.Kind {
 		case handover.KindSession:
-			var rec proxy.SessionRecord
-			if err := m.Decode(&rec); err != nil {
-				t.log.Warn("cannot take a connection over", "err", err)
-				m.Close()
-				continue
-			}
-			if err := srv.Adopt(&rec, m.Files); err != nil {
-				t.log.Warn("cannot take a connection over", "conn", rec.ID, "err", err)
-				continue
-			}
-			adopted++
+			adopting.Go(func() {
+				var rec proxy.SessionRecord
+				if err := m.Decode(&rec); err != nil {
+					t.log.Warn("cannot take a connection over", "err", err)
+					m.Close()
+					return
+				}
+				if err := srv.Adopt(&rec, m.Files); err != nil {
+					t.log.Warn("cannot take a connection over", "conn", rec.ID, "err", err)
+				}
+			})
 		case handover.KindDone:
+			adopting.Wait()
 			var d handover.Done
 			_ = m.Decode(&d)
 			h.carryConnections(d.HandedOver, d.Drained)

@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -131,10 +132,12 @@ func (m *Message) Close() {
 	}
 }
 
-// Channel is one end of the hand-over's socket pair. Send and Receive may each be called
-// from one goroutine at a time.
+// Channel is one end of the hand-over's socket pair. Send may be called from several
+// goroutines at once (each message goes out whole); Receive from one at a time.
 type Channel struct {
 	c *net.UnixConn
+	// wmu keeps each message's writes together.
+	wmu sync.Mutex
 }
 
 // Pair returns the old process's end of a new channel and the file of the new process's
@@ -220,6 +223,8 @@ func (ch *Channel) Send(kind string, body any, files ...*os.File) error {
 	}
 	// The descriptors ride on the first bytes; the rest of a long message may take
 	// further writes.
+	ch.wmu.Lock()
+	defer ch.wmu.Unlock()
 	n, _, err := ch.c.WriteMsgUnix(buf, oob, nil)
 	if err != nil {
 		return fmt.Errorf("handover: send %s: %w", kind, err)

@@ -78,7 +78,8 @@ type PooledRecord struct {
 }
 
 // Handoff is the server's side of a hand-over: Send moves a session's record and sockets
-// (the client's first) to the other process.
+// (the client's first) to the other process. Sessions call it as each goes idle, several
+// at once.
 type Handoff struct {
 	Send func(rec *SessionRecord, files []*os.File) error
 
@@ -98,14 +99,14 @@ func (h *Handoff) Counts() (handed int, drained map[string]int) {
 	return h.handed, out
 }
 
-// send moves a session, one at a time.
+// send moves a session.
 func (h *Handoff) send(rec *SessionRecord, files []*os.File) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if err := h.Send(rec, files); err != nil {
 		return err
 	}
+	h.mu.Lock()
 	h.handed++
+	h.mu.Unlock()
 	return nil
 }
 
