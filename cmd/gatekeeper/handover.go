@@ -264,7 +264,7 @@ func (h *handing) passListeners(ch *handover.Channel) ([]*os.File, error) {
 		msg.Admin = true
 	}
 	if p := h.srv.Routing(); p != nil {
-		msg.Versions, _ = json.Marshal(p.Acknowledged().String())
+		msg.Versions, msg.VersionMap = encodeVersions(p.Versions())
 	}
 	return files, ch.Send(handover.KindListeners, msg, files...)
 }
@@ -305,7 +305,7 @@ func (h *handing) finish() {
 	}
 	h.mu.Unlock()
 	if p := h.srv.Routing(); p != nil {
-		done.Versions, _ = json.Marshal(p.Acknowledged().String())
+		done.Versions, done.VersionMap = encodeVersions(p.Versions())
 	}
 	if err := h.ch.Send(handover.KindDone, done); err != nil {
 		h.log.Warn("cannot tell the new process the hand-over is done", "err", err)
@@ -367,8 +367,6 @@ type takeover struct {
 	ch    *handover.Channel
 	hello handover.Hello
 	log   *slog.Logger
-	// versions is the old process's version map as of the listeners.
-	versions replicas.Pos
 }
 
 // inherit returns the hand-over this process was started for, nil when it was started
@@ -444,7 +442,9 @@ func (t *takeover) listeners(srv *proxy.Server) (ln, aln net.Listener, err error
 	srv.SetNextID(msg.NextID)
 	if p := srv.Routing(); p != nil {
 		p.HoldStrong()
-		t.versions = decodePos(msg.Versions)
+		if v, ok := decodeVersions(msg.Versions, msg.VersionMap); ok {
+			_ = p.MergeVersions(*v) // Done's map covers it
+		}
 	}
 	return ln, aln, nil
 }
@@ -472,7 +472,7 @@ func (t *takeover) adopt(srv *proxy.Server, h *handing) {
 			t.log.Warn("the old process ended the hand-over without finishing it", "err", err)
 			adopting.Wait()
 			if policy != nil {
-				policy.ReleaseStrong(nil, false)
+				policy.ReleaseStrong(nil)
 			}
 			return
 		}
@@ -496,7 +496,8 @@ func (t *takeover) adopt(srv *proxy.Server, h *handing) {
 			h.carryConnections(d.HandedOver, d.Drained)
 			h.carry(d.Handovers)
 			if policy != nil {
-				policy.ReleaseStrong(t.versions.Merge(decodePos(d.Versions)), true)
+				v, _ := decodeVersions(d.Versions, d.VersionMap)
+				policy.ReleaseStrong(v)
 			}
 			t.log.Info("took over from the old process", "pid", t.hello.PID, "handed_over", d.HandedOver, "drained", d.Drained)
 			return
@@ -506,12 +507,24 @@ func (t *takeover) adopt(srv *proxy.Server, h *handing) {
 	}
 }
 
-// decodePos reads a position a hand-over message carries; nil when there is none.
-func decodePos(raw json.RawMessage) replicas.Pos {
-	var s string
-	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
-		return nil
+// encodeVersions returns the version map as a hand-over message carries it: every
+// position recorded, which any process of the format reads, and the map table by table.
+func encodeVersions(v replicas.VersionsRecord) (all, byTable json.RawMessage) {
+	all, _ = json.Marshal(v.All)
+	byTable, _ = json.Marshal(v)
+	return all, byTable
+}
+
+// decodeVersions reads the version map a hand-over message carries: table by table, or
+// from a process that sends only every position recorded, that as the floor of every read.
+func decodeVersions(all, byTable json.RawMessage) (*replicas.VersionsRecord, bool) {
+	var v replicas.VersionsRecord
+	if len(byTable) > 0 && json.Unmarshal(byTable, &v) == nil {
+		return &v, true
 	}
-	p, _ := replicas.ParsePos(s)
-	return p
+	if len(all) == 0 || json.Unmarshal(all, &v.All) != nil {
+		return nil, false
+	}
+	v.Floor = v.All
+	return &v, true
 }

@@ -84,8 +84,11 @@ type Listeners struct {
 	// NextID is the last connection id the old process gave; the new one goes on above.
 	NextID uint64 `json:"next_id"`
 	Admin  bool   `json:"admin"`
-	// Versions is the old process's version map of acknowledged writes.
-	Versions json.RawMessage `json:"versions,omitempty"`
+	// Versions is every position of a write the old process acknowledged (as
+	// replicas.ParsePos reads it), and VersionMap its version map table by table, which
+	// a process of the same format may not know.
+	Versions   json.RawMessage `json:"versions,omitempty"`
+	VersionMap json.RawMessage `json:"version_map,omitempty"`
 }
 
 // Ready says the new process serves.
@@ -99,9 +102,10 @@ type Done struct {
 	// by reason.
 	HandedOver int            `json:"handed_over"`
 	Drained    map[string]int `json:"drained,omitempty"`
-	// Versions is the old process's version map as it ends: the writes it acknowledged
-	// until its last connection left.
-	Versions json.RawMessage `json:"versions,omitempty"`
+	// Versions and VersionMap are the old process's, as Listeners has them, as it ends:
+	// the writes it acknowledged until its last connection left.
+	Versions   json.RawMessage `json:"versions,omitempty"`
+	VersionMap json.RawMessage `json:"version_map,omitempty"`
 	// Handovers counts the hand-overs the old process started, by result, carried over
 	// so that its metric keeps counting.
 	Handovers map[string]int `json:"handovers,omitempty"`

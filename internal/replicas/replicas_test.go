@@ -316,3 +316,32 @@ func TestSessionPositions(t *testing.T) {
 func TestTableKey(t *testing.T) {
 	assert.Equal(t, "shop.orders", string(TableKey(nil, []byte("Shop"), []byte("ORDERS"))))
 }
+
+// TestVersionsRecordMerges moves a version map through its record into another map that
+// has writes of its own, as a hand-over to a new process does: every read needs what it
+// needed in either.
+func TestVersionsRecordMerges(t *testing.T) {
+	old := NewVersions()
+	c := NewClosure()
+	c.Close()
+	require.True(t, old.SetClosure(old.Generation(), c))
+	old.Wrote(keys("db.a"), false, gtid(t, "0-1-9"))
+	old.Wrote(keys("db.b"), false, gtid(t, "0-1-4"))
+	old.Wrote(keys("db.x"), true, gtid(t, "0-1-3")) // unknown tables: the floor
+
+	taker := NewVersions()
+	require.True(t, taker.SetClosure(taker.Generation(), c))
+	taker.Wrote(keys("db.b"), false, gtid(t, "0-1-7"))
+	require.NoError(t, taker.Merge(old.Record()))
+	for _, tc := range []struct{ table, want string }{
+		{"db.a", "0-1-9"}, {"db.b", "0-1-7"}, {"db.c", "0-1-3"},
+	} {
+		need, ok := taker.Need(nil, keys(tc.table), false)
+		require.True(t, ok)
+		assert.Equal(t, tc.want, need.String(), tc.table)
+	}
+	need, _ := taker.Need(nil, nil, true)
+	assert.Equal(t, "0-1-9", need.String(), "tables not known need every write of both")
+
+	assert.Error(t, taker.Merge(VersionsRecord{All: "not a position"}))
+}

@@ -176,11 +176,50 @@ func add(dst Pos, g GTID) Pos {
 	return append(dst, g)
 }
 
-// All returns every position recorded.
-func (v *Versions) All() Pos {
+// VersionsRecord is a version map as a hand-over to a new process carries it: each
+// table's position, the floor and every position recorded, as ParsePos reads them.
+type VersionsRecord struct {
+	Tables map[string]string `json:"tables,omitempty"`
+	Floor  string            `json:"floor,omitempty"`
+	All    string            `json:"all,omitempty"`
+}
+
+// Record returns the map as a record.
+func (v *Versions) Record() VersionsRecord {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.all
+	r := VersionsRecord{Tables: make(map[string]string, len(v.tables)), Floor: v.floor.String(), All: v.all.String()}
+	for t, p := range v.tables {
+		r.Tables[t] = p.String()
+	}
+	return r
+}
+
+// Merge adds what r records: every table's position, the floor and every position
+// recorded, each the later of this map's and r's. A position that does not parse raises
+// the floor to everything r recorded.
+func (v *Versions) Merge(r VersionsRecord) error {
+	all, err := ParsePos(r.All)
+	if err != nil {
+		return err
+	}
+	floor, err := ParsePos(r.Floor)
+	if err != nil {
+		floor = all
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.all = v.all.Merge(all)
+	v.floor = v.floor.Merge(floor)
+	for t, s := range r.Tables {
+		p, err := ParsePos(s)
+		if err != nil {
+			v.floor = v.floor.Merge(all)
+			continue
+		}
+		v.tables[t] = v.tables[t].Merge(p)
+	}
+	return nil
 }
 
 // Floor returns the position every read needs.

@@ -170,3 +170,35 @@ func TestApplicationSession(t *testing.T) {
 	assert.Equal(t, routing.Routed, d.Reason)
 	assert.Equal(t, "0-1-5", d.Need.String())
 }
+
+// While another process hands its connections over, a strong read goes to the primary:
+// that process may still acknowledge writes this one does not see. Once it is done, its
+// version map counts: a replica behind its last write to a table does not serve a read of
+// it, and one that has it does. Session reads are not held.
+func TestHoldStrongUntilTheOldProcessIsDone(t *testing.T) {
+	f := newFixture(t, routing.Config{Consistency: replicas.Strong}, 1)
+	replica := f.replica(1)
+	f.record(replica, pos(t, "0-1-4"))
+	f.policy.HoldStrong()
+	s := f.policy.NewSession()
+	assert.Equal(t, routing.Decision{Reason: routing.FellBack}, route(s, read(s, "SELECT * FROM b")), "held")
+	s.Done()
+	sess := f.policy.NewSession()
+	sess.SetConsistency("session")
+	assert.Equal(t, routing.Routed, route(sess, read(sess, "SELECT * FROM b")).Reason, "a session read is not held")
+	sess.Done()
+
+	// The old process wrote db.a at 0-1-5 after the hand-over began.
+	old := f.policy.Versions()
+	old.Tables = map[string]string{"gk.a": "0-1-5"}
+	old.All = "0-1-5"
+	f.policy.ReleaseStrong(&old)
+	assert.Equal(t, routing.Decision{Reason: routing.FellBack}, route(s, read(s, "SELECT * FROM gk.a")), "behind the old process's write")
+	s.Done()
+	d := route(s, read(s, "SELECT * FROM b"))
+	assert.Equal(t, routing.Routed, d.Reason, "another table: no need")
+	s.Done()
+	f.record(replica, pos(t, "0-1-5"))
+	assert.Equal(t, routing.Routed, route(s, read(s, "SELECT * FROM gk.a")).Reason)
+	s.Done()
+}

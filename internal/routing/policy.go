@@ -127,23 +127,23 @@ func (p *Policy) Writes() (Positions, Follower) { return p.positions, p.follower
 // learn writes from the primary, every writer is counted already and nothing changes.
 func (p *Policy) HoldStrong() { p.held.Store(true) }
 
-// ReleaseStrong ends HoldStrong once the other process has acknowledged its last write:
-// every read needs at least all, every position it recorded. When that is not known (the
-// other process ended without saying), every read needs the primary's position as it is
-// read next.
-func (p *Policy) ReleaseStrong(all replicas.Pos, known bool) {
+// ReleaseStrong ends HoldStrong once the other process has acknowledged its last write,
+// with its version map as it ended (nil when it ended without saying: every read then
+// needs the primary's position as it is read next).
+func (p *Policy) ReleaseStrong(last *replicas.VersionsRecord) {
 	v := p.router.Versions()
-	if known {
-		v.Covered(all)
-	} else {
+	if last == nil || v.Merge(*last) != nil {
 		v.WroteUnknown(time.Now())
 	}
 	p.held.Store(false)
 }
 
-// Acknowledged returns every position of a write this proxy recorded, for a process that
+// Versions returns the version map of the writes this proxy recorded, for a process that
 // takes its connections over.
-func (p *Policy) Acknowledged() replicas.Pos { return p.router.Versions().All() }
+func (p *Policy) Versions() replicas.VersionsRecord { return p.router.Versions().Record() }
+
+// MergeVersions adds the version map of the process this one takes over from.
+func (p *Policy) MergeVersions(r replicas.VersionsRecord) error { return p.router.Versions().Merge(r) }
 
 // holdsStrong tells whether a strong read goes to the primary for HoldStrong.
 func (p *Policy) holdsStrong() bool { return p.held.Load() && p.rule() == ProxyLocal }
