@@ -56,8 +56,10 @@ type handing struct {
 	ln       net.Listener
 	aln      net.Listener
 	serveErr chan error
-	// requests carries POST /-/handover's requests to the loop that serves (run).
+	// requests carries POST /-/handover's requests to the loop that serves (run), and
+	// usr2 the signal.
 	requests chan handoverRequest
+	usr2     <-chan os.Signal
 	// ch and child are the exchange with the process that took over, once one did.
 	ch    *handover.Channel
 	child *exec.Cmd

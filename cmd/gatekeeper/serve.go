@@ -119,6 +119,11 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	_ = mysql.SetLogger(driverLogger{log})
 	var bg background // what ends with serve
 	defer bg.stop()
+	// SIGUSR2 is taken from the start: its default would end the process before run asks
+	// for a hand-over.
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	defer signal.Stop(usr2)
 	take, err := inherit(cfg.Mode, log) // a hand-over from the process this one replaces
 	if err != nil {
 		return err
@@ -149,7 +154,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return err
 	}
 	h := &handing{cfg: cfg, srv: srv, est: est, log: log, ln: ln, aln: aln, serveErr: make(chan error, 1),
-		requests: make(chan handoverRequest), results: map[string]int{}}
+		requests: make(chan handoverRequest), usr2: usr2, results: map[string]int{}}
 	draining := make(chan struct{}) // closed when the drain begins: no longer ready
 	adminSrv, err := startAdmin(cfg, aln, srv, est.costs, rl, h, reg, draining, log)
 	if err != nil {
@@ -392,16 +397,13 @@ func run(ctx context.Context, h *handing, rl *reloader, est *estimates, take *ta
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	usr2 := make(chan os.Signal, 1)
-	signal.Notify(usr2, syscall.SIGUSR2)
-	defer signal.Stop(usr2)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
 			_ = rl.reload() // logged
-		case <-usr2:
+		case <-h.usr2:
 			if _, err := h.begin(); err == nil { // logged
 				return errHandedOver
 			}
