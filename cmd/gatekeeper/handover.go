@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
@@ -63,6 +64,9 @@ type handing struct {
 	// ch and child are the exchange with the process that took over, once one did.
 	ch    *handover.Channel
 	child *exec.Cmd
+	// takingOver is the pid of the process this one is taking connections over from,
+	// until that one is done; zero otherwise.
+	takingOver atomic.Int64
 	// results counts hand-overs by result, and handed and drained the connections they
 	// moved or drained (by reason), carried from process to process.
 	mu      sync.Mutex
@@ -129,6 +133,12 @@ func (h *handing) carryConnections(handed int, drained map[string]int) {
 // serves new connections and this one stops accepting them; on failure this one goes on
 // as before, and the error says why (admin.ErrHandoverRefused when the new one refused).
 func (h *handing) begin() (admin.HandoverResponse, error) {
+	if from := h.takingOver.Load(); from != 0 {
+		// Its connections would reach this process after it began to hand its own over.
+		err := fmt.Errorf("this process is still taking connections over from process %d; retry once that is done", from)
+		h.log.Warn("hand-over not started", "err", err)
+		return admin.HandoverResponse{}, err
+	}
 	res, err := h.start()
 	if err != nil {
 		if errors.Is(err, admin.ErrHandoverRefused) {
@@ -458,10 +468,12 @@ func (t *takeover) serve(srv *proxy.Server, h *handing) {
 	if err := t.ch.Send(handover.KindReady, handover.Ready{PID: os.Getpid()}); err != nil {
 		t.log.Error("cannot tell the old process this one serves", "err", err)
 	}
+	h.takingOver.Store(int64(t.hello.PID))
 	go t.adopt(srv, h) // ends when the old process is done
 }
 
 func (t *takeover) adopt(srv *proxy.Server, h *handing) {
+	defer h.takingOver.Store(0)
 	defer t.ch.Close()
 	policy := srv.Routing()
 	// Each connection is taken over in a goroutine of its own: a client whose command
