@@ -288,6 +288,7 @@ func (s *Server) launch(sess *session, run func()) {
 	if s.draining {
 		s.mu.Unlock()
 		_ = sess.client.Close()
+		sess.link.abort() // a passthrough session handed over comes with its backend connection
 		return
 	}
 	s.sessions[sess] = struct{}{}
