@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,6 +141,8 @@ func churn(t *testing.T, setup *sql.DB, addr string, n int) (stop func() error) 
 		}
 		conns[k] = c
 	}
+	// done counts the statements the clients finished: churn returns once they run.
+	var done atomic.Int64
 	for k, c := range conns {
 		wg.Go(func() {
 			defer c.Close()
@@ -182,10 +185,19 @@ func churn(t *testing.T, setup *sql.DB, addr string, n int) (stop func() error) 
 					}
 					return
 				}
+				done.Add(1)
 				time.Sleep(time.Duration(k*7919+i*104729) % (2 * time.Millisecond)) // think time
 			}
 		})
 	}
+	// A test that runs its own client beside the churn needs the connections changing
+	// hands already: on a loaded machine the clients' goroutines can start late.
+	waitFor(t, 30*time.Second, "the churn clients to run", func() bool {
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		return failed || done.Load() >= int64(2*n)
+	})
 	return func() error {
 		cancel()
 		wg.Wait()
