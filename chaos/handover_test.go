@@ -345,23 +345,7 @@ type ledgerDiff struct {
 // compareLedger reads the table on the primary and compares it with the load's ledger.
 func compareLedger(t *testing.T, mon *primaryMonitor, table string, sum loadSummary) ledgerDiff {
 	t.Helper()
-	counts := map[int64]int{}
-	rows, err := mon.db.Query("SELECT id, COUNT(*) FROM " + table + " GROUP BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			t.Fatal(err)
-		}
-		counts[id] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	counts := mon.idCounts(t, table)
 	var d ledgerDiff
 	for id := range sum.acked {
 		if counts[id] == 0 {

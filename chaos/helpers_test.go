@@ -144,6 +144,30 @@ func (m *primaryMonitor) peak(every time.Duration) (stop func() int) {
 	return func() int { close(done); return <-result }
 }
 
+// idCounts returns how many rows of table on the primary carry each id: a ledger's
+// writes, each acknowledged id to be there once.
+func (m *primaryMonitor) idCounts(t *testing.T, table string) map[int64]int {
+	t.Helper()
+	counts := map[int64]int{}
+	rows, err := m.db.Query("SELECT id, COUNT(*) FROM " + table + " GROUP BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			t.Fatal(err)
+		}
+		counts[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return counts
+}
+
 // primaryPID returns the process id of the running primary.
 func primaryPID() (int, error) {
 	b, err := os.ReadFile(env.PrimaryPIDFile)

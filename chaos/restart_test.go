@@ -94,23 +94,7 @@ func proxyRestartUnderWrites(t *testing.T, mode string) {
 	stopWriters()
 	wg.Wait()
 
-	counts := map[int64]int{}
-	rows, err := mon.db.Query("SELECT id, COUNT(*) FROM " + table + " GROUP BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id int64
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			t.Fatal(err)
-		}
-		counts[id] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	rows.Close()
+	counts := mon.idCounts(t, table)
 
 	lost, dup := 0, 0
 	for id := range led.acked {
