@@ -424,3 +424,22 @@ func TestUnitVerifies(t *testing.T) {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
+
+// TestUnitReloadHandsOver: systemctl reload is the upgrade without dropping a client
+// (docs/operations.md). ExecReload sends SIGUSR2, the daemon's hand-over, to the main
+// process; the new process becomes the main one by the old one's MAINPID= and must be
+// heard from its start; and its descriptor limit must need no raising, since the system-call
+// filter denies the setrlimit the Go runtime would call at its start and in the child it
+// forks.
+func TestUnitReloadHandsOver(t *testing.T) {
+	s := unitSettings(t)
+	if r := s["ExecReload"]; len(r) != 1 || r[0] != "/bin/kill -USR2 $MAINPID" {
+		t.Errorf("ExecReload %q, want /bin/kill -USR2 $MAINPID", r)
+	}
+	if n := s["NotifyAccess"]; len(n) != 1 || n[0] != "all" {
+		t.Errorf("NotifyAccess %q, want all: the new process's notifications count from its start", n)
+	}
+	if l := s["LimitNOFILE"]; len(l) != 1 || strings.Contains(l[0], ":") {
+		t.Errorf("LimitNOFILE %q, want one value (soft and hard alike)", l)
+	}
+}
