@@ -39,7 +39,7 @@ var Checks = []Check{
 		Test:  "TestHandover",
 		Title: "hand-over to a new process under load",
 		Setup: "Both modes; bin/gatekeeper run from a temporary path, admission.capacity fixed at 10s (the check is of the " +
-			"hand-over's pauses, not admission's), shutdown.drain_timeout 10s, a self-signed TLS certificate. 500 clients hold one " +
+			"hand-over's own pauses), shutdown.drain_timeout 10s, a self-signed TLS certificate. 500 clients hold one " +
 			"connection each and run INSERTs of unique ids, transactions, read-backs of their own writes and SELECTs, a statement " +
 			"every 100 ms; 30 of them keep sql_mode, time_zone, a schema and 2 prepared statements. Once the load settles: 5 " +
 			"hand-overs 3 s apart (POST /-/handover or SIGUSR2; the same binary 3 times, then a build of an older commit that reads the " +
