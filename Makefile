@@ -16,7 +16,7 @@ FUZZTIME ?= 1m
 # module alone, so the bench module (benchmarks, simulator, plots) is named as well.
 PACKAGES := ./... ./bench/...
 
-.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-overhead bench-multiplex bench-saturation bench-stepchange bench-staleread bench-replicas sim sim-balance plots lint clean
+.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-overhead bench-multiplex bench-saturation bench-stepchange bench-handover bench-staleread bench-replicas sim sim-balance plots lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -68,6 +68,9 @@ bench-stepchange: build ## The database's processor quota halved and restored un
 
 sim: ## The admission simulator: the real controller in front of a model database; writes bench/results/sim/
 	$(GO) run ./bench/cmd/sim -out bench/results/sim
+
+bench-handover: build ## A hand-over to a new process under a burst of 500 held connections, each mode, fixed and adaptive capacity (under a minute); writes bench/results/handover/
+	GATEKEEPER=$(BIN) bench/handover.sh
 
 bench-staleread: build ## Stale reads through replica routing: strong, eventual, session under injected replica lag (about 3 minutes); writes bench/results/staleread/
 	GATEKEEPER=$(BIN) bench/staleread.sh

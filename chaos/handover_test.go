@@ -154,10 +154,8 @@ func handoverUnderLoad(t *testing.T, mode string, bins handoverBinaries, cert se
 		"tls.cert_file":          cert.certFile,
 		"tls.key_file":           cert.keyFile,
 		// Admission measures every unit (and hands its estimates over) but holds none
-		// back, so that the pauses measured are the hand-over's own. With the adaptive
-		// capacity the check passes as well, its longest statements around a hand-over
-		// longer (161-371 ms against 92-159 ms in one run of each on two cores): they
-		// include the queueing of the new process's first seconds.
+		// back, so that the pauses measured are the hand-over's own: with the adaptive
+		// capacity they include what admission queues (bench/results/handover has both).
 		"admission.capacity": admissionCapacity,
 	})
 	run := followProxy(t, g)
