@@ -227,7 +227,7 @@ func (h *handing) start() (admin.HandoverResponse, error) {
 		h.reattach(files)
 		return fail(err)
 	}
-	closeAll(files)
+	handover.CloseFiles(files)
 	h.ch, h.child = ch, child
 	_, _ = sdnotify.Send("MAINPID=" + strconv.Itoa(ready.PID))
 	res.NewPID, res.Version = ready.PID, accepted.Version
@@ -283,7 +283,7 @@ func (h *handing) passListeners(ch *handover.Channel) ([]*os.File, error) {
 
 // reattach serves the client listener again after a hand-over failed past Detach.
 func (h *handing) reattach(files []*os.File) {
-	defer closeAll(files)
+	defer handover.CloseFiles(files)
 	if len(files) == 0 {
 		return
 	}
@@ -365,12 +365,6 @@ func awaitReady(ch *handover.Channel, exited <-chan struct{}) (handover.Ready, e
 		return r, fmt.Errorf("unexpected %s message", m.Kind)
 	}
 	return r, m.Decode(&r)
-}
-
-func closeAll(files []*os.File) {
-	for _, f := range files {
-		_ = f.Close()
-	}
 }
 
 // takeover is the new process's side: the channel it was started with and what the old

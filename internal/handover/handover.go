@@ -128,13 +128,7 @@ func (m *Message) Decode(v any) error {
 }
 
 // Close closes the descriptors that came with the message and were not taken.
-func (m *Message) Close() {
-	for _, f := range m.Files {
-		if f != nil {
-			_ = f.Close()
-		}
-	}
-}
+func (m *Message) Close() { CloseFiles(m.Files) }
 
 // Channel is one end of the hand-over's socket pair. Send may be called from several
 // goroutines at once (each message goes out whole); Receive from one at a time.
@@ -253,7 +247,7 @@ func (ch *Channel) Receive() (*Message, error) {
 	}
 	files, ferr := parseRights(oob[:oobn])
 	if n == 0 {
-		closeAll(files)
+		CloseFiles(files)
 		return nil, io.EOF
 	}
 	m := &Message{Files: files}
@@ -297,7 +291,7 @@ func parseRights(oob []byte) ([]*os.File, error) {
 	for i := range msgs {
 		fds, err := syscall.ParseUnixRights(&msgs[i])
 		if err != nil {
-			closeAll(files)
+			CloseFiles(files)
 			return nil, fmt.Errorf("handover: control message: %w", err)
 		}
 		for _, fd := range fds {
@@ -308,7 +302,8 @@ func parseRights(oob []byte) ([]*os.File, error) {
 	return files, nil
 }
 
-func closeAll(files []*os.File) {
+// CloseFiles closes files, descriptors a message carried or duplicates made to send.
+func CloseFiles(files []*os.File) {
 	for _, f := range files {
 		_ = f.Close()
 	}

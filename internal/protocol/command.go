@@ -38,10 +38,7 @@ func (c *Command) Text() []byte { return c.Payload[1:] }
 // A command that fits the read buffer is buffered whole before any of it is consumed: a
 // read cut short by a deadline leaves it where Unread finds it.
 func (c *Conn) ReadCommand(cmd *Command) error {
-	if err := c.awaitFrame(); err != nil {
-		return err
-	}
-	n, err := c.readHeader()
+	n, err := c.readWholeHeader()
 	if err != nil {
 		return err
 	}

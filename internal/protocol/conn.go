@@ -294,20 +294,29 @@ func (c *Conn) readHeader() (int, error) {
 	return n, nil
 }
 
-// awaitFrame waits until the next frame is buffered whole, header included, when it fits
-// the read buffer; it consumes nothing.
-func (c *Conn) awaitFrame() error {
+// readWholeHeader reads the next frame header, as readHeader does, once the whole frame is
+// buffered when it fits the read buffer: a read cut short leaves nothing of the frame
+// consumed.
+func (c *Conn) readWholeHeader() (int, error) {
 	if err := c.flushBeforeBlock(headerSize); err != nil {
-		return err
+		return 0, err
 	}
 	h, err := c.peekN(headerSize)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if n := headerSize + (int(h[0]) | int(h[1])<<8 | int(h[2])<<16); n <= len(c.rbuf) {
-		_, err = c.peekN(n)
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	if whole := headerSize + n; whole <= len(c.rbuf) {
+		if err := c.flushBeforeBlock(whole); err != nil {
+			return 0, err
+		}
+		if h, err = c.peekN(whole); err != nil {
+			return 0, err
+		}
 	}
-	return err
+	c.seq = h[3] + 1
+	c.skip(headerSize)
+	return n, nil
 }
 
 // Consumed returns the bytes read and consumed so far: what was read, less what is

@@ -141,7 +141,7 @@ func (s *Server) Detach() (files []*os.File, next uint64, err error) {
 	for _, ln := range lns {
 		f, err := handover.Dup(ln)
 		if err != nil {
-			closeFiles(files)
+			handover.CloseFiles(files)
 			return nil, 0, fmt.Errorf("listener %s: %w", ln.Addr(), err)
 		}
 		files = append(files, f)
@@ -163,16 +163,11 @@ func (s *Server) Attach() {
 	s.mu.Unlock()
 }
 
-func closeFiles(files []*os.File) {
-	for _, f := range files {
-		_ = f.Close()
-	}
-}
-
 // Adopt serves a session another process handed over: rec, with its sockets in files
-// (the client's first), which Adopt takes.
+// (the client's first), which Adopt takes. Its id is one that process gave: SetNextID
+// with that process's last one first.
 func (s *Server) Adopt(rec *SessionRecord, files []*os.File) error {
-	defer closeFiles(files)
+	defer handover.CloseFiles(files)
 	if len(files) == 0 {
 		return errors.New("hand-over: a session without its client's socket")
 	}
@@ -196,12 +191,6 @@ func (s *Server) Adopt(rec *SessionRecord, files []*os.File) error {
 			_ = c.Close()
 		}
 		return err
-	}
-	for {
-		next := s.nextID.Load()
-		if next >= rec.ID || s.nextID.CompareAndSwap(next, rec.ID) {
-			break
-		}
 	}
 	s.launch(sess, sess.resume)
 	return nil
@@ -241,7 +230,7 @@ func (s *session) handOff(h *Handoff) bool {
 	}
 	if reason == "" {
 		err := h.send(rec, files)
-		closeFiles(files)
+		handover.CloseFiles(files)
 		if err != nil {
 			s.log.Warn("cannot hand the connection over; closing it", "err", err)
 			reason = "error"
@@ -289,7 +278,7 @@ func (s *session) handoverRecord() (*SessionRecord, []*os.File, error) {
 	files := []*os.File{client}
 	more, err := s.link.record(rec)
 	if err != nil {
-		closeFiles(files)
+		handover.CloseFiles(files)
 		return nil, nil, err
 	}
 	return rec, append(files, more...), nil
