@@ -397,11 +397,8 @@ func (l *pooledLink) restore(rec *SessionRecord, _ []net.Conn) error {
 	}
 	// The statements are classified again from their texts, in the schema each was
 	// prepared in: what routing keeps of their tables is this process's.
-	schema := s.schema
 	for _, st := range rec.Pooled.Stmts {
-		s.schema = st.Snapshot.Schema
-		s.rememberPrepared(s.statementOf(s.cls.Classify(st.Text), s.schema), st.ID)
+		s.rememberPrepared(s.statementOf(s.cls.Classify(st.Text), st.Snapshot.Schema), st.ID)
 	}
-	s.schema = schema
 	return nil
 }
