@@ -137,7 +137,7 @@ var ErrDetached = errors.New("proxy: listener handed over")
 func (s *Server) Detach() (files []*os.File, next uint64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lns := s.order
+	lns := s.listeners
 	for _, ln := range lns {
 		f, err := handover.Dup(ln)
 		if err != nil {
@@ -149,9 +149,8 @@ func (s *Server) Detach() (files []*os.File, next uint64, err error) {
 	s.detached = true
 	for _, ln := range lns {
 		_ = ln.Close()
-		delete(s.listeners, ln)
 	}
-	s.order = nil
+	s.listeners = nil
 	return files, s.nextID.Load(), nil
 }
 

@@ -43,13 +43,12 @@ type Server struct {
 	open   atomic.Int64 // client connections open
 
 	// mu guards the fields below it.
-	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
-	// order lists the listeners in the order Serve was given them (Detach); detached is
-	// set once Detach took them.
-	order    []net.Listener
-	detached bool
-	sessions map[*session]struct{}
+	mu sync.Mutex
+	// listeners are those Serve was given, in its order (Detach keeps it); detached is set
+	// once Detach took them.
+	listeners []net.Listener
+	detached  bool
+	sessions  map[*session]struct{}
 	// byID finds a session by the connection id its client sees (KILL).
 	byID     map[uint32]*session
 	draining bool
@@ -95,7 +94,6 @@ func New(cfg config.Config, parts Parts, log *slog.Logger, reg prometheus.Regist
 		cfg:        cfg,
 		log:        log,
 		logins:     newHandshakeGate(cfg.Client.MaxHandshakes, cfg.Client.MaxHandshakesPerClient),
-		listeners:  map[net.Listener]struct{}{},
 		sessions:   map[*session]struct{}{},
 		byID:       map[uint32]*session{},
 		stopReaper: make(chan struct{}),
@@ -202,8 +200,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		return ErrServerClosed
 	}
-	s.listeners[ln] = struct{}{}
-	s.order = append(s.order, ln)
+	s.listeners = append(s.listeners, ln)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
@@ -324,7 +321,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.stopReaper)
 	}
 	s.draining = true
-	for ln := range s.listeners {
+	for _, ln := range s.listeners {
 		_ = ln.Close()
 	}
 	done := make(chan struct{})
