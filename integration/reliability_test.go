@@ -9,12 +9,15 @@ import (
 	"net"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 )
 
 // A backend that closes the connection of an idle client (its wait_timeout here; a
@@ -116,8 +119,9 @@ func TestBackendClosesAConnectionInATransaction(t *testing.T) {
 }
 
 // Sockets that connect and never speak hold no more than client.max_handshakes_per_client
-// backend connections (passthrough dials the backend as soon as a client connects), and a
-// client from another address still logs in.
+// backend connections (passthrough dials the backend as soon as a client connects), while
+// they wait and while they give way: a client from another address still logs in, and so
+// does one from theirs, in the place of one of them.
 func TestIdleSocketsCannotExhaustTheDatabase(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode string) {
 		p := startProxy(t, inMode(mode, func(c *config.Config) {
@@ -165,11 +169,148 @@ func TestIdleSocketsCannotExhaustTheDatabase(t *testing.T) {
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("the other client took %v to log in", d)
 		}
-		// The idle sockets past the bound are refused when their handshake time is up.
+		// So does one from their address, once the grace of the oldest is over.
+		start = time.Now()
+		if err := pingFrom(p.Addr, "127.0.0.1"); err != nil {
+			t.Fatalf("a client from 127.0.0.1 while 60 idle sockets from 127.0.0.1 hold and wait: %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("the client from the idle sockets' address took %v to log in", d)
+		}
+		if v := metricValue(t, p, "gatekeeper_client_handshake_failures_total", map[string]string{"reason": "evicted"}); v < 1 {
+			t.Errorf("handshake failures for evicted = %v, want an idle socket closed to make room", v)
+		}
+		// The idle sockets that find no place are refused when their time to wait is up,
+		// and those that gave way took their backend connections with them.
 		waitFor(t, 10*time.Second, "the idle sockets to be refused", func() bool {
 			return metricValue(t, p, "gatekeeper_client_connections_refused_total", map[string]string{"reason": "max_handshakes_per_client"}) > 0
 		})
+		waitFor(t, time.Second, "the idle sockets to hold at most 4 backend connections", func() bool {
+			return threads()-before <= 4
+		})
 	})
+}
+
+// 600 sockets that connect from an application server's address and never speak do not
+// lock the application out: its client logs in within a second, in the place of one of
+// them, and all of them cost the primary fewer than 100 connections.
+func TestSilentSocketsLeaveRoomForAClientAtTheirAddress(t *testing.T) {
+	const silent = 600
+	// Both ends of each socket are in this process.
+	needFiles(t, 2*silent+500)
+	// Passthrough, where a login holds a backend connection, with the default client limits.
+	p := startProxy(t, inMode(config.ModePassthrough, nil))
+	peak := watchThreads(t)
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range silent {
+		c, err := net.Dial("tcp", p.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	waitFor(t, 10*time.Second, "the proxy to accept the silent sockets", func() bool {
+		return metricValue(t, p, "gatekeeper_client_connections_total", nil) >= silent
+	})
+	db := openDB(t, p.Addr, "timeout=5s")
+	start := time.Now()
+	if err := db.Ping(); err != nil {
+		t.Fatalf("a client from 127.0.0.1 while %d silent sockets from 127.0.0.1 are open: %v", silent, err)
+	}
+	took := time.Since(start)
+	t.Logf("the client logged in in %v", took)
+	if took > time.Second {
+		t.Errorf("the client took %v to log in, want within 1s", took)
+	}
+	if v := metricValue(t, p, "gatekeeper_client_handshake_failures_total", map[string]string{"reason": "evicted"}); v < 1 {
+		t.Errorf("handshake failures for evicted = %v, want the client to have taken a silent socket's place", v)
+	}
+	grew := peak()
+	t.Logf("the primary's connections grew by %d at most", grew)
+	if grew >= 100 {
+		t.Errorf("the primary's connections grew by %d for %d silent sockets, want fewer than 100", grew, silent)
+	}
+}
+
+// watchThreads samples the primary's Threads_connected until the function it returns is
+// called, which returns its peak above the first sample.
+func watchThreads(t *testing.T) (stop func() int) {
+	t.Helper()
+	direct := openDB(t, env.Primary, "")
+	direct.SetMaxOpenConns(1)
+	sample := func() (int, error) {
+		var name string
+		var n int
+		err := direct.QueryRow("SHOW STATUS LIKE 'Threads_connected'").Scan(&name, &n)
+		return n, err
+	}
+	before, err := sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	result := make(chan int, 1)
+	go func() { // ends when stop is called
+		peak := before
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if n, err := sample(); err == nil {
+				peak = max(peak, n)
+			}
+			select {
+			case <-done:
+				result <- peak - before
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		return <-result
+	}
+}
+
+// needFiles raises the open-file limit of the test process to n when it is lower.
+func needFiles(t *testing.T, n uint64) {
+	t.Helper()
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if lim.Cur >= n {
+		return
+	}
+	if lim.Max < n {
+		t.Fatalf("the open-file limit is %d at most (ulimit -Hn); the test needs %d", lim.Max, n)
+	}
+	lim.Cur = n
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// answeredLogin connects to the proxy, answers its greeting with a login by a method the
+// account does not use, and leaves the request to switch methods unanswered: a login that
+// has spoken, which keeps its slot until its handshake time is up.
+func answeredLogin(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, _ := rawConnect(t, addr)
+	writeRaw(t, c, 1, protocol.AppendHandshakeResponse(nil, &protocol.Login{
+		Capabilities: gomysql.CLIENT_LONG_PASSWORD | gomysql.CLIENT_PROTOCOL_41 | gomysql.CLIENT_SECURE_CONNECTION |
+			gomysql.CLIENT_PLUGIN_AUTH,
+		MaxPacketSize: 1 << 24, Charset: 33, User: env.User, AuthResponse: make([]byte, 20), AuthPlugin: "dialog",
+	}))
+	if p := readRaw(t, c); p[0] != 0xfe {
+		t.Fatalf("the answer to a login by method dialog: %q, want a request to switch methods", p)
+	}
+	return c
 }
 
 // pingFrom logs in to addr with the test user from the local address from, and pings.
@@ -244,15 +385,12 @@ func TestMariaDBClientShowsGatekeeperErrors(t *testing.T) {
 				c.Client.MaxHandshakes = 1
 				c.Client.HandshakeTimeout = time.Second
 			}))
-			// A socket that never speaks holds the only login slot.
-			idle, err := net.Dial("tcp", p.Addr)
-			if err != nil {
-				t.Fatal(err)
+			// A login that answered its greeting and stalls holds the only login slot; one
+			// that never spoke would give way to the CLI.
+			answeredLogin(t, p.Addr)
+			if v := metricValue(t, p, "gatekeeper_client_handshakes", nil); v != 1 {
+				t.Fatalf("%v logins in progress, want the stalled one", v)
 			}
-			defer idle.Close()
-			waitFor(t, 5*time.Second, "the idle socket to hold the login slot", func() bool {
-				return metricValue(t, p, "gatekeeper_client_handshakes", nil) >= 1
-			})
 			// Refused before TLS could start, the CLI (which tries TLS first) says the
 			// message came before TLS, and shows it whole, as it does for a server's 1040.
 			out := run(t, p.Addr, "SELECT 1;\n")

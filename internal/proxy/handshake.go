@@ -16,6 +16,10 @@ const handshakeLimit = 64 << 10
 // the backend's own error.
 var errAuthRefused = errors.New("backend refused authentication")
 
+// errEvicted reports a login closed for a newer connection: it had kept silent since its
+// greeting while the login slots were full (handshakeGate).
+var errEvicted = errors.New("login closed for a newer connection: silent since its greeting while the login slots were full")
+
 // loginDeadlines bounds the login on the client's side: reads end at deadline, and
 // writes a second later, so that the error of a login that ran out of time at the
 // deadline (a backend that stopped answering) still reaches the client.
@@ -29,6 +33,13 @@ func (s *session) clientGone(err error) error {
 	reason := "client_gone"
 	var ne net.Error
 	switch {
+	case s.slot.wasEvicted():
+		reason = "evicted"
+		// A line for each socket that never speaks would flood the log.
+		if n, ok := s.logins.evictions.allow(time.Now()); ok {
+			s.log.Info("closed logins silent since their greeting to make room for new connections "+
+				"(client.max_handshakes_per_client, client.max_handshakes)", "since_last_line", n)
+		}
 	case errors.Is(err, protocol.ErrPacketTooLarge):
 		reason = "malformed"
 		s.log.Warn("closing client connection: login packet over 64 KiB", "err", err)
@@ -54,9 +65,13 @@ func (s *session) greet(ctx context.Context, greeting []byte) (*protocol.Handsha
 	if err := s.client.WritePacket(greeting); err != nil {
 		return nil, s.clientGone(err)
 	}
+	s.slot.greeted()
 	p, err := s.client.ReadPacket()
 	if err != nil {
 		return nil, s.clientGone(err)
+	}
+	if !s.slot.answered() {
+		return nil, s.clientGone(errEvicted)
 	}
 	if protocol.IsSSLRequest(p) {
 		if s.gate.clientTLS == nil {

@@ -143,6 +143,9 @@ type session struct {
 	hot *sessionCounts
 	// info is what the session knows of its client, set before it is listed.
 	info clientInfo
+	// slot is the session's place among the logins in progress, from the start of its
+	// login to the end (nil for a session handed over).
+	slot *loginSlot
 	// view is what snapshots show of the session (publish).
 	view atomic.Pointer[sessionView]
 	// relayedAt is when the last command's response was relayed, zero when the last
@@ -220,12 +223,19 @@ func newSession(c *collaborators, id uint64, conn net.Conn) *session {
 
 func (s *session) run() {
 	s.hot = s.metrics.hot.open()
-	defer s.close()
+	defer func() {
+		s.close()
+		// A login that failed gives its slot back once its backend connection is closed,
+		// so that the connection taking the slot (one that evicted this login) keeps the
+		// backend connections within the bound.
+		s.slot.leave()
+	}()
 	// A connection waits for a login slot half its handshake timeout at most, so that one
 	// that gets a slot has the other half to log in, rather than a deadline too close to
 	// make and a connection cut without a word.
 	ctx, cancel := context.WithDeadline(s.ctx, s.info.since.Add(s.cfg.Client.HandshakeTimeout/2))
-	leave, refused := s.logins.enter(ctx, s.info.addr)
+	conn := s.client.NetConn()
+	slot, refused := s.logins.enter(ctx, s.info.addr, s.info.since, func() { _ = conn.Close() })
 	cancel()
 	if refused != "" {
 		s.metrics.connsRefused.WithLabelValues(refused).Inc()
@@ -234,12 +244,13 @@ func (s *session) run() {
 		s.backendBroken = true
 		return
 	}
+	s.slot = slot
 	err := s.link.login()
-	leave()
 	if err != nil {
 		s.log.Debug("handshake failed", "err", err)
 		return
 	}
+	s.slot.leave()
 	s.log.Debug("session started", "user", s.user, "schema", s.schema, "backend", s.link.addr())
 	s.publish()
 	for s.awaitCommand() {
