@@ -21,7 +21,9 @@ func newCheckConfigCommand() *cobra.Command {
 			"and reports every unknown key and bad value. Exits non-zero if there is any.\n" +
 			"With reads routed under routing.strong_rule per_table, it also says whether\n" +
 			"monitor.user may read the primary's binary log (a warning, not an error: the\n" +
-			"proxy runs without it, counting only its own writes for strong reads).",
+			"proxy runs without it, counting only its own writes for strong reads). It warns\n" +
+			"when the admin listener may be reached from other hosts without admin.auth, or\n" +
+			"takes credentials over plain HTTP.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := config.Load(config.Sources{File: args[0]})
@@ -33,6 +35,7 @@ func newCheckConfigCommand() *cobra.Command {
 				return err
 			}
 			checkRules(cfg, out)
+			checkAdmin(cfg, out)
 			checkBinlogGrant(cmd.Context(), cfg, out)
 			return nil
 		},
@@ -51,6 +54,14 @@ func checkRules(cfg config.Config, out io.Writer) {
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(out, "warning: %s\n", w.String())
+	}
+}
+
+// checkAdmin reports an admin listener open to other hosts without credentials, or
+// taking them in clear text.
+func checkAdmin(cfg config.Config, out io.Writer) {
+	for _, w := range adminWarnings(cfg.Admin) {
+		fmt.Fprintf(out, "warning: %s\n", w)
 	}
 }
 

@@ -8,6 +8,7 @@
 //	gatekeeper check-config FILE
 //	gatekeeper calibrate --dsn DSN --workload FILE [--write CONFIG]
 //	gatekeeper top [--admin ADDR] [--sort KEY] [--once]
+//	gatekeeper hash-password [--cost N]
 //	gatekeeper version
 package main
 
@@ -37,6 +38,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newCheckConfigCommand(), newCalibrateCommand(), newTopCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newCheckConfigCommand(), newCalibrateCommand(), newTopCommand(), newHashPasswordCommand(), newVersionCommand())
 	return root
 }

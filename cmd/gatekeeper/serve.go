@@ -313,11 +313,23 @@ func startAccounts(bg *background, cfg config.Config, srv *proxy.Server, rl *rel
 }
 
 // startAdmin runs the admin listener (/metrics, health, the JSON API, reloads) unless
-// admin.listen is empty; it is no longer ready once draining is closed.
+// admin.listen is empty, behind admin.auth and on HTTPS with admin.tls; it is no longer
+// ready once draining is closed.
 func startAdmin(cfg config.Config, aln net.Listener, srv *proxy.Server, costs *estimator.Table, rl *reloader, h *handing,
 	reg *prometheus.Registry, draining <-chan struct{}, log *slog.Logger) (*http.Server, error) {
 	if aln == nil {
 		return nil, nil
+	}
+	guard, err := adminGuard(cfg.Admin.Auth, log)
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := adminTLS(cfg.Admin.TLS)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range adminWarnings(cfg.Admin) {
+		log.Warn(w)
 	}
 	primary := replicas.NewProbe(cfg.Backends.Primary, cfg.Backends.ConnectTimeout, 2*time.Second)
 	ready := admin.CheckFunc(func(ctx context.Context) error {
@@ -343,10 +355,18 @@ func startAdmin(cfg config.Config, aln net.Listener, srv *proxy.Server, costs *e
 		Reload:   rl.reload,
 		Handover: h.request,
 		Pprof:    cfg.Admin.Pprof,
+		Guard:    guard,
 	})
-	adminSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	adminSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { // ends when adminSrv is shut down
-		if err := adminSrv.Serve(aln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if tlsConfig != nil {
+			err = adminSrv.ServeTLS(aln, "", "") // TLS here, not on aln, which a hand-over passes on
+		} else {
+			err = adminSrv.Serve(aln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin listener failed", "err", err)
 		}
 	}()

@@ -1,6 +1,7 @@
 // Package admin serves the proxy's HTTP interface for operators and monitoring: Prometheus
-// metrics, liveness and readiness. It reads the state of other components only through the
-// small interfaces it declares.
+// metrics, liveness and readiness, the JSON API, and a Guard that asks callers who they
+// are. It reads the state of other components only through the small interfaces it
+// declares.
 package admin
 
 import (
@@ -83,6 +84,9 @@ type Sources struct {
 	Handover func(ctx context.Context) (HandoverResponse, error)
 	// Pprof serves Go's profiles under /debug/pprof/.
 	Pprof bool
+	// Guard, when set, asks callers who they are before any endpoint answers (see Guard);
+	// without it every endpoint is open.
+	Guard *Guard
 }
 
 // Handler returns the admin HTTP handler:
@@ -102,6 +106,9 @@ type Sources struct {
 //	POST /-/handover             hand over to a new process (as SIGUSR2 does); 200 once it
 //	                             serves (HandoverResponse), 409 when it refused, 503 otherwise
 //	GET  /debug/pprof/...        Go's profiles, when Pprof is set
+//
+// With a Guard, every endpoint, those added later included, is behind it: a request it
+// refuses gets 401 before any route is looked up.
 func Handler(src Sources) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(src.Gatherer, promhttp.HandlerOpts{}))
@@ -187,6 +194,9 @@ func Handler(src Sources) http.Handler {
 				writeJSON(w, res)
 			}
 		})
+	}
+	if src.Guard != nil {
+		return src.Guard.Wrap(mux)
 	}
 	return mux
 }

@@ -239,9 +239,40 @@ type Admin struct {
 	// Listen is the admin HTTP address. Default 127.0.0.1:6080; empty disables it.
 	Listen string `mapstructure:"listen"`
 	// Pprof serves Go's profiles under /debug/pprof/ on the admin listener. Default false:
-	// a profile costs the proxy processor time while it runs, and the listener has no
-	// authentication.
-	Pprof bool `mapstructure:"pprof"`
+	// a profile costs the proxy processor time while it runs. With admin.auth set, the
+	// profiles need credentials.
+	Pprof bool      `mapstructure:"pprof"`
+	Auth  AdminAuth `mapstructure:"auth"`
+	TLS   AdminTLS  `mapstructure:"tls"`
+}
+
+// AdminAuth says who may call the admin API. With neither a token nor a user set (the
+// default) every endpoint is open to whoever reaches admin.listen. It is read at start: a
+// change, a new token in the file included, takes a restart or a hand-over.
+type AdminAuth struct {
+	// BearerTokenFile is a file holding the token callers send as "Authorization: Bearer
+	// TOKEN": one line of at least 16 characters, readable by the proxy's user alone.
+	// Default none.
+	BearerTokenFile string `mapstructure:"bearer_token_file"`
+	// Users are user names and the bcrypt hashes of their passwords, for HTTP basic
+	// authentication (gatekeeper hash-password makes a hash). User names are matched in any
+	// letter case. They can be set only in the file. Default none.
+	Users map[string]string `mapstructure:"users"`
+	// ProtectReads asks for credentials on reads too, /metrics included, but not on
+	// /healthz and /readyz. Default false: only what changes the proxy (every method but
+	// GET and HEAD) and the profiles need them.
+	ProtectReads bool `mapstructure:"protect_reads"`
+}
+
+// Enabled tells whether callers of the admin API must say who they are.
+func (a *AdminAuth) Enabled() bool { return a.BearerTokenFile != "" || len(a.Users) > 0 }
+
+// AdminTLS configures HTTPS on the admin listener; without a certificate it serves plain
+// HTTP. The certificate is read at start.
+type AdminTLS struct {
+	// CertFile and KeyFile are the admin listener's PEM certificate and key. Default none.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
 }
 
 // Backends configures the database servers behind the proxy.
@@ -568,7 +599,7 @@ type Log struct {
 func Default() Config {
 	return Config{
 		Listen: "127.0.0.1:6033",
-		Admin:  Admin{Listen: "127.0.0.1:6080"},
+		Admin:  Admin{Listen: "127.0.0.1:6080", Auth: AdminAuth{Users: map[string]string{}}},
 		Backends: Backends{
 			Primary:        "127.0.0.1:3306",
 			Replicas:       []string{},

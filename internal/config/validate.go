@@ -1,9 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
@@ -14,6 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/rules"
@@ -78,6 +84,8 @@ func (c *Config) Validate() error {
 
 	addr("listen", c.Listen, false)
 	addr("admin.listen", c.Admin.Listen, true)
+	keyPair("admin.tls", c.Admin.TLS.CertFile, c.Admin.TLS.KeyFile)
+	c.validateAdminAuth(bad)
 	addr("backends.primary", c.Backends.Primary, false)
 	for i, r := range c.Backends.Replicas {
 		addr(fmt.Sprintf("backends.replicas[%d]", i), r, false)
@@ -454,4 +462,66 @@ func validateMatch(key string, m RuleMatch, bad func(key, format string, args ..
 	if _, _, err := rules.ParseTable(m.Table); err != nil {
 		bad(key+".table", "%v", err)
 	}
+}
+
+// validateAdminAuth checks admin.auth: a token file that holds a token only its owner may
+// read, and bcrypt hashes for the users.
+func (c *Config) validateAdminAuth(bad func(key, format string, args ...any)) {
+	a := &c.Admin.Auth
+	if _, err := a.ReadToken(); err != nil {
+		bad("admin.auth.bearer_token_file", "%v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.Users)) {
+		if name == "" || strings.Contains(name, ":") {
+			bad("admin.auth.users", "user %q: a user name is not empty and holds no colon (basic authentication puts one after it)", name)
+		}
+		if _, err := bcrypt.Cost([]byte(a.Users[name])); err != nil {
+			bad("admin.auth.users", "user %q: the password is not a bcrypt hash (%v): make one with `gatekeeper hash-password` or `htpasswd -nBC 10 \"\" | tr -d ':\\n'`", name, err)
+		}
+	}
+	if a.ProtectReads && !a.Enabled() {
+		bad("admin.auth.protect_reads", "needs admin.auth.bearer_token_file or admin.auth.users: the credentials to ask for")
+	}
+}
+
+// minTokenLength is the shortest token admin.auth.bearer_token_file may hold: 16
+// characters, 64 bits of randomness even as hexadecimal digits.
+const minTokenLength = 16
+
+// ReadToken returns the token in BearerTokenFile, or nil without one. The file is a regular
+// file that only its owner may read or write (as auth.users_file), holding the token on one
+// line; white space around it is dropped.
+func (a *AdminAuth) ReadToken() ([]byte, error) {
+	path := a.BearerTokenFile
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat() // the file opened, not whatever the path names by now
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+		return nil, fmt.Errorf("mode %04o lets group or others read or write this token; chmod 600 %s", mode, path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4<<10))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	token := bytes.TrimSpace(data)
+	switch {
+	case len(token) < minTokenLength:
+		return nil, fmt.Errorf("%s holds %d characters; a token has at least %d: make one with `openssl rand -hex 32 > %s`",
+			path, len(token), minTokenLength, path)
+	case bytes.ContainsFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return nil, fmt.Errorf("%s holds white space or control characters inside the token; it holds the token alone, on one line", path)
+	}
+	return token, nil
 }
