@@ -74,6 +74,7 @@ func metricsConfigs(t *testing.T) map[string]config.Config {
 	pooled.Mode = config.ModePooled
 	pooled.Backends.Replicas = []string{"127.0.0.1:1"} // reads are routed
 	pooled.Cache.Mode = config.CacheAuto
+	pooled.Failover.DurableAcks = config.DurableAcksReplica
 	cfgs := map[string]config.Config{"passthrough": pass, "pooled": pooled}
 	for name, c := range cfgs {
 		if err := c.Validate(); err != nil {

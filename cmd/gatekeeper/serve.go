@@ -149,6 +149,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return err
 	}
 	startRouting(&bg, cfg, srv, log)
+	startTopology(&bg, cfg, srv, log)
 	rl := &reloader{load: load, cur: cfg, srv: srv, costs: est.costs, log: log, enabled: cfg.Admission.Enabled}
 	if err := startAccounts(&bg, cfg, srv, rl, log); err != nil {
 		return err
@@ -272,6 +273,21 @@ func startMonitor(bg *background, cfg config.Config, srv *proxy.Server, reg prom
 }
 
 // startRouting runs the replicas' monitors, and the binlog follower, when reads are routed.
+// startTopology reads the servers' roles in the background, to find the primary and
+// follow a failover, unless backends.role_interval is 0 or monitor.user is not set.
+func startTopology(bg *background, cfg config.Config, srv *proxy.Server, log *slog.Logger) {
+	t := srv.Topology()
+	if t == nil {
+		if cfg.Backends.RoleInterval > 0 && cfg.Monitor.User == "" {
+			log.Warn("the servers' roles are not read, so a failover is not followed: set monitor.user (docs/failover.md)")
+		}
+		return
+	}
+	bg.add(t.Run)
+	log.Info("reading the servers' roles", "servers", t.Servers(), "interval", cfg.Backends.RoleInterval,
+		"buffer_timeout", cfg.Failover.BufferTimeout, "durable_acks", cfg.Failover.DurableAcks)
+}
+
 func startRouting(bg *background, cfg config.Config, srv *proxy.Server, log *slog.Logger) {
 	policy := srv.Routing()
 	if !cfg.Routes() {
@@ -354,6 +370,7 @@ func startAdmin(cfg config.Config, aln net.Listener, srv *proxy.Server, costs *e
 		Rules:    rulesSource{srv: srv},
 		Reload:   rl.reload,
 		Handover: h.request,
+		Writes:   writesSource{srv: srv},
 		Pprof:    cfg.Admin.Pprof,
 		Guard:    guard,
 	})

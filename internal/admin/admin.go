@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -62,6 +63,21 @@ type Rules interface {
 	Rules() RulesResponse
 }
 
+// Writes is the source of the topology and of the pause of writes for a switchover.
+type Writes interface {
+	// Topology returns the servers' roles and the state of writes, as JSON.
+	Topology() any
+	// PauseWrites stops new writes and returns once none is in flight, or fails within
+	// timeout (writes then go on); ErrPauseRefused when writes cannot be paused here.
+	PauseWrites(ctx context.Context, timeout time.Duration) (any, error)
+	// ResumeWrites ends a pause; false when writes were not paused.
+	ResumeWrites() bool
+}
+
+// ErrPauseRefused: writes cannot be paused (passthrough mode, roles not read, paused
+// already).
+var ErrPauseRefused = errors.New("writes cannot be paused")
+
 // CacheOff is the reason GET /api/v1/cache gives, with 404, while the result cache is off.
 const CacheOff = "the result cache is off: set cache.mode to rules or auto (mode: pooled) and restart"
 
@@ -82,6 +98,9 @@ type Sources struct {
 	// Handover hands the proxy over to a new process running the binary on disk, and
 	// answers once that process serves; without it /-/handover answers 404.
 	Handover func(ctx context.Context) (HandoverResponse, error)
+	// Writes is the topology and the pause of writes; without it their endpoints answer
+	// 404.
+	Writes Writes
 	// Pprof serves Go's profiles under /debug/pprof/.
 	Pprof bool
 	// Guard, when set, asks callers who they are before any endpoint answers (see Guard);
@@ -105,6 +124,12 @@ type Sources struct {
 //	POST /-/reload               re-read the configuration (as SIGHUP does)
 //	POST /-/handover             hand over to a new process (as SIGUSR2 does); 200 once it
 //	                             serves (HandoverResponse), 409 when it refused, 503 otherwise
+//	GET  /api/v1/topology        the servers' roles and the state of writes (failover)
+//	POST /api/v1/backends/pause-writes?timeout=10s
+//	                             stop new writes; 200 once none is in flight, 409 when
+//	                             they cannot be paused, 503 when they did not end in time
+//	POST /api/v1/backends/resume-writes
+//	                             writes go on, to the primary the roles name now
 //	GET  /debug/pprof/...        Go's profiles, when Pprof is set
 //
 // With a Guard, every endpoint, those added later included, is behind it: a request it
@@ -195,6 +220,9 @@ func Handler(src Sources) http.Handler {
 			}
 		})
 	}
+	if src.Writes != nil {
+		writesHandlers(mux, src.Writes)
+	}
 	if src.Guard != nil {
 		return src.Guard.Wrap(mux)
 	}
@@ -235,4 +263,38 @@ func writeJSON(w http.ResponseWriter, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body.Bytes()) // the client went away: nothing to do
+}
+
+// writesHandlers serves the topology and the pause of writes.
+func writesHandlers(mux *http.ServeMux, w Writes) {
+	mux.HandleFunc("GET /api/v1/topology", func(rw http.ResponseWriter, r *http.Request) {
+		writeJSON(rw, w.Topology())
+	})
+	mux.HandleFunc("POST /api/v1/backends/pause-writes", func(rw http.ResponseWriter, r *http.Request) {
+		timeout := 10 * time.Second
+		if t := r.URL.Query().Get("timeout"); t != "" {
+			d, err := time.ParseDuration(t)
+			if err != nil || d <= 0 {
+				writeError(rw, http.StatusBadRequest, fmt.Sprintf("timeout %q: give a positive duration, such as 10s", t))
+				return
+			}
+			timeout = d
+		}
+		res, err := w.PauseWrites(r.Context(), timeout)
+		switch {
+		case errors.Is(err, ErrPauseRefused):
+			writeError(rw, http.StatusConflict, err.Error())
+		case err != nil:
+			writeError(rw, http.StatusServiceUnavailable, err.Error())
+		default:
+			writeJSON(rw, res)
+		}
+	})
+	mux.HandleFunc("POST /api/v1/backends/resume-writes", func(rw http.ResponseWriter, r *http.Request) {
+		if !w.ResumeWrites() {
+			writeError(rw, http.StatusConflict, "writes are not paused")
+			return
+		}
+		writeJSON(rw, map[string]string{"status": "resumed"})
+	})
 }

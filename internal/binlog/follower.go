@@ -46,6 +46,11 @@ type Follower struct {
 
 	// mu guards the fields below it.
 	mu sync.Mutex
+	// addr is the primary's address: cfg.Addr until Repoint.
+	addr string
+	// stop ends the present connection's stream (Repoint); repointed says why it ended.
+	stop      context.CancelFunc
+	repointed bool
 	// pos is the position up to which every transaction is recorded; nil before the
 	// follower first started.
 	pos replicas.Pos
@@ -69,7 +74,7 @@ func New(cfg Config, versions *replicas.Versions, ddl func(), log *slog.Logger, 
 		cfg.Heartbeat = time.Second
 	}
 	f := &Follower{cfg: cfg, versions: versions, ddl: ddl, log: log.With("follower", cfg.Addr),
-		metrics: m, advanced: make(chan struct{})}
+		metrics: m, advanced: make(chan struct{}), addr: cfg.Addr}
 	m.watch(f)
 	f.m = &m.follower
 	return f
@@ -95,6 +100,29 @@ func (f *Follower) Status() Status {
 	f.mu.Unlock()
 	st.LagTransactions, st.LagSeconds = f.metrics.Lag(time.Now())
 	return st
+}
+
+// Repoint follows the log of the primary at addr from now on, after a failover: from its
+// present position, every write before which counts as written to every table (the floor).
+func (f *Follower) Repoint(addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if addr == f.addr {
+		return
+	}
+	f.addr, f.pos, f.live, f.repointed = addr, nil, false, true
+	if f.stop != nil {
+		f.stop()
+	}
+	f.signalLocked()
+	f.log.Info("binlog follower: the primary changed; following the new one's log from its present position", "primary", addr)
+}
+
+// primary returns the address of the primary whose log is followed.
+func (f *Follower) primary() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addr
 }
 
 // Pos returns the position up to which every committed transaction is recorded.
@@ -160,9 +188,22 @@ func (f *Follower) Run(ctx context.Context) {
 	retry := minRetry
 	for ctx.Err() == nil {
 		started := time.Now()
-		err := f.follow(ctx)
+		fctx, stop := context.WithCancel(ctx)
+		f.mu.Lock()
+		f.stop, f.repointed = stop, false
+		f.mu.Unlock()
+		err := f.follow(fctx)
+		stop()
 		if ctx.Err() != nil {
 			break
+		}
+		f.mu.Lock()
+		repointed := f.repointed
+		f.repointed = false
+		f.mu.Unlock()
+		if repointed {
+			retry = minRetry
+			continue // from the new primary's position, at once
 		}
 		f.stopped(err)
 		if time.Since(started) > maxRetry {
@@ -231,7 +272,7 @@ func (f *Follower) startingAt(ctx context.Context) (replicas.Pos, error) {
 // resync starts over from the primary's present position: what came before it is
 // recorded as a floor every read needs.
 func (f *Follower) resync(ctx context.Context) (replicas.Pos, error) {
-	p, err := primaryPosition(ctx, f.cfg.Addr, f.cfg.User, f.cfg.Password)
+	p, err := primaryPosition(ctx, f.primary(), f.cfg.User, f.cfg.Password)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +359,7 @@ func purged(err error) bool {
 
 // syncerConfig is the configuration of the replication connection.
 func (f *Follower) syncerConfig() replication.BinlogSyncerConfig {
-	host, portText, _ := net.SplitHostPort(f.cfg.Addr)
+	host, portText, _ := net.SplitHostPort(f.primary())
 	port, _ := strconv.ParseUint(portText, 10, 16)
 	return replication.BinlogSyncerConfig{
 		ServerID: f.cfg.ServerID, Flavor: mysql.MariaDBFlavor,

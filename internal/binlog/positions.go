@@ -35,6 +35,8 @@ type Positions struct {
 
 	// mu guards the fields below it.
 	mu sync.Mutex
+	// addr is where the primary is: the dialer's address until Repoint.
+	addr string
 	// running: a goroutine reads positions for the waiting rounds; closed: Close was called.
 	running, closed bool
 	// next is the round the callers arriving now join; it starts once the one in flight
@@ -58,7 +60,7 @@ var errClosed = errors.New("binlog: the position reader is closed")
 
 // NewPositions returns the position reader of the primary at addr, which logs in as user.
 func NewPositions(addr, user, password string, m *Metrics) *Positions {
-	p := &Positions{m: &m.positions,
+	p := &Positions{m: &m.positions, addr: addr,
 		dialer: &backend.Dialer{Addr: addr, ConnectTimeout: readTimeout},
 		want:   backend.Want{Credential: auth.Credential{User: user, Password: password, HasPassword: true}},
 	}
@@ -127,6 +129,13 @@ func (p *Positions) run() {
 // query reads the primary's position on the reader's connection, opening it first when
 // there is none or it broke.
 func (p *Positions) query(ctx context.Context) (replicas.Pos, error) {
+	p.mu.Lock()
+	addr := p.addr
+	p.mu.Unlock()
+	if addr != p.dialer.Addr {
+		p.closeConn()
+		p.dialer = &backend.Dialer{Addr: addr, ConnectTimeout: readTimeout}
+	}
 	if p.conn == nil || p.conn.Broken() {
 		p.closeConn()
 		c, err := p.dialer.Dial(ctx, &p.want)
@@ -148,6 +157,14 @@ func (p *Positions) closeConn() {
 		_ = p.conn.Close()
 		p.conn = nil
 	}
+}
+
+// Repoint reads the positions of the primary at addr from the next read on, after a
+// failover.
+func (p *Positions) Repoint(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.addr = addr
 }
 
 // Stats returns how many positions were read, and how many callers they served.

@@ -31,6 +31,7 @@ type Config struct {
 	TLS       ClientTLS `mapstructure:"tls"`
 	Client    Client    `mapstructure:"client"`
 	Shutdown  Shutdown  `mapstructure:"shutdown"`
+	Failover  Failover  `mapstructure:"failover"`
 	Admission Admission `mapstructure:"admission"`
 	Classify  Classify  `mapstructure:"classify"`
 	Estimator Estimator `mapstructure:"estimator"`
@@ -289,8 +290,33 @@ type Backends struct {
 	// with a long statement still answers probes. Default 30s; 0 keeps the system's TCP
 	// defaults (minutes).
 	DeadAfter time.Duration `mapstructure:"dead_after"`
-	TLS       BackendTLS    `mapstructure:"tls"`
+	// RoleInterval is how often each server's role (read_only, whether it replicates, its
+	// position) is read with monitor.user, to find the primary and follow a failover; a
+	// connection error to the primary reads them at once. Default 1s; 0 never reads them:
+	// the primary is backends.primary, whatever happens to it.
+	RoleInterval time.Duration `mapstructure:"role_interval"`
+	TLS          BackendTLS    `mapstructure:"tls"`
 }
+
+// Failover configures what writes do while no server is a writable primary.
+type Failover struct {
+	// BufferTimeout is how long a write or a new transaction waits for a primary during a
+	// failover or a paused switchover before it fails. Default 10s.
+	BufferTimeout time.Duration `mapstructure:"buffer_timeout"`
+	// BufferMax bounds the writes that wait at once; past it a write fails at once.
+	// Default 10000; 0 no bound.
+	BufferMax int `mapstructure:"buffer_max"`
+	// DurableAcks is off (default), or replica: a write's OK reaches the client only once
+	// a healthy replica has applied its transaction (semi-synchronous replication done by
+	// the proxy), so that a failover to that replica loses no acknowledged write.
+	DurableAcks string `mapstructure:"durable_acks"`
+}
+
+// Durable-ack modes (failover.durable_acks).
+const (
+	DurableAcksOff     = "off"
+	DurableAcksReplica = "replica"
+)
 
 // TLS modes towards backends, named as MySQL clients name them (--ssl-mode).
 const (
@@ -605,6 +631,7 @@ func Default() Config {
 			Replicas:       []string{},
 			ConnectTimeout: 5 * time.Second,
 			DeadAfter:      30 * time.Second,
+			RoleInterval:   time.Second,
 			TLS:            BackendTLS{Mode: TLSDisabled},
 		},
 		Mode:    ModePassthrough,
@@ -622,6 +649,7 @@ func Default() Config {
 			MaxPacketSize:          1 << 30,
 		},
 		Shutdown: Shutdown{DrainTimeout: 30 * time.Second},
+		Failover: Failover{BufferTimeout: 10 * time.Second, BufferMax: 10000, DurableAcks: DurableAcksOff},
 		Admission: Admission{
 			Enabled:          true,
 			Capacity:         CapacityAuto,

@@ -96,6 +96,19 @@ func (c *Config) Validate() error {
 	if c.Backends.DeadAfter < 0 || (c.Backends.DeadAfter > 0 && c.Backends.DeadAfter < time.Second) {
 		bad("backends.dead_after", "must be 0 (the system's TCP defaults) or at least 1s, such as 30s")
 	}
+	if c.Backends.RoleInterval < 0 {
+		bad("backends.role_interval", "must be 0 (never read the roles) or positive, such as 1s")
+	}
+	if c.Failover.BufferTimeout < 0 {
+		bad("failover.buffer_timeout", "must be 0 (writes fail at once without a primary) or positive, such as 10s")
+	}
+	if c.Failover.BufferMax < 0 {
+		bad("failover.buffer_max", "must be 0 (no bound) or positive, such as 10000")
+	}
+	oneOf("failover.durable_acks", c.Failover.DurableAcks, DurableAcksOff, DurableAcksReplica)
+	if c.Failover.DurableAcks == DurableAcksReplica && (!c.Routes() || c.Monitor.User == "") {
+		bad("failover.durable_acks", "replica needs mode: pooled, backends.replicas, routing.enabled and monitor.user: the proxy holds each write's OK until a replica it monitors has applied the write")
+	}
 	oneOf("backends.tls.mode", c.Backends.TLS.Mode,
 		TLSDisabled, TLSPreferred, TLSRequired, TLSVerifyCA, TLSVerifyIdentity)
 	readable("backends.tls.ca_file", c.Backends.TLS.CAFile)

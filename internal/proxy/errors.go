@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
 
 // MySQL error codes the proxy sends. Where a server code fits, it is used, so that drivers
@@ -27,6 +28,7 @@ const (
 	codeReadOnlyTxn     = 1792 // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
 	codeSecureTransport = 3159 // ER_SECURE_TRANSPORT_REQUIRED
 	codeNotAllowed      = 1148 // ER_NOT_ALLOWED_COMMAND: a query rule denies the statement
+	codeNoPrimary       = 9001 // no writable primary in time (ProxySQL's code for a hostgroup it cannot reach)
 	stateConnection     = "08S01"
 	stateGeneral        = "HY000"
 	stateInterrupted    = "70100"
@@ -63,6 +65,23 @@ func errBackendLost(addr string, err error) *clientError {
 	return &clientError{code: codeNetRead, state: stateConnection, err: err, msg: fmt.Sprintf(
 		"gatekeeper: lost the connection to backend %s during the command (%s); reconnect and retry if the command is safe to repeat",
 		addr, shortCause(err))}
+}
+
+// errTxnLost tells the client that the connection of its open transaction (or of its
+// COMMIT) broke: the proxy did not commit it, and only the server knows whether it did.
+func errTxnLost(addr string, err error) *clientError {
+	return &clientError{code: codeNetRead, state: stateConnection, err: err, msg: fmt.Sprintf(
+		"gatekeeper: lost the connection to backend %s during your transaction (%s); the proxy did not commit it: "+
+			"the server rolls back a transaction whose connection ends before COMMIT, and a COMMIT in flight is the server's to settle; "+
+			"reconnect, check what was committed, and run the transaction again if it was not",
+		addr, shortCause(err))}
+}
+
+// errNoPrimary tells the client that its unit found no writable primary: none appeared
+// within failover.buffer_timeout, too many waited, or two servers are writable.
+func errNoPrimary(err *topology.Error) *clientError {
+	return &clientError{code: codeNoPrimary, state: stateGeneral, err: err, msg: "gatekeeper: " + err.Error() +
+		"; the statement did not run: retry it"}
 }
 
 // errReplicaLost tells the client that a read's replica failed after part of its result

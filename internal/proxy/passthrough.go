@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
 
 // passthrough is the mode of one backend connection per client: the handshake is relayed
@@ -134,8 +135,26 @@ func (d *dedicated) login() error {
 func (d *dedicated) open(ctx context.Context, deadline time.Time) (*protocol.Conn, *protocol.Greeting, error) {
 	s := d.s
 	m := s.metrics
+	if s.topology != nil {
+		// The primary now, waiting for one during a failover (within the login's time).
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		addr, err := s.topology.Writer(wctx)
+		cancel()
+		if err != nil {
+			var te *topology.Error
+			if errors.As(err, &te) {
+				s.sendError(errNoPrimary(te))
+			} else {
+				s.sendError(errBackendUnreachable("primary", d.primary, err))
+			}
+			m.handshakeErrors.WithLabelValues("backend").Inc()
+			return nil, nil, err
+		}
+		d.primary = addr
+	}
 	backend, g, err := d.connectBackend(ctx, d.primary, deadline)
 	if err != nil {
+		s.suspect(d.primary)
 		var ce *clientError
 		if errors.As(err, &ce) {
 			s.sendError(ce)

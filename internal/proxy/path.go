@@ -375,6 +375,9 @@ func (s *session) beforeAck(res *protocol.Response) {
 	ack := routing.Response{Err: res.Err != nil, InTxn: res.HasStatus && res.Status&mysql.SERVER_STATUS_IN_TRANS != 0,
 		AffectedRows: res.AffectedRows, GTIDs: p.gtids}
 	s.routes.Ack(p.stmt.routed(), &ack)
+	if s.durable != nil && len(p.gtids) > 0 {
+		s.durable.await(s.ctx, p.gtids)
+	}
 }
 
 // appendGTIDs appends to dst the commit positions (last_gtid) among the session-state

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,8 @@ import (
 // that clients see the server they expect.
 type pooledMode struct {
 	// pools are the backends' pools: the primary's first, then the replicas' in the
-	// router's order (routing.Decision.Backend indexes them).
+	// router's order (routing.Decision.Backend indexes them), then those of the other
+	// servers that may become the primary.
 	pools   []*backend.Pool
 	metrics *backend.Metrics
 	shared  *pooled.Shared
@@ -45,7 +47,7 @@ type pooledMode struct {
 
 // newPooledMode returns pooled mode's pools for the primary and, when reads are routed to
 // them, for replicas.
-func newPooledMode(cfg *config.Config, pc backend.PoolConfig, replicas []string, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) *pooledMode {
+func newPooledMode(cfg *config.Config, pc backend.PoolConfig, replicas, others []string, tlsFor func(string, bool) (*tls.Config, error), log *slog.Logger, reg prometheus.Registerer) *pooledMode {
 	m := &pooledMode{
 		metrics: backend.NewMetrics(reg),
 		shared:  pooled.NewShared(reg),
@@ -53,7 +55,7 @@ func newPooledMode(cfg *config.Config, pc backend.PoolConfig, replicas []string,
 		connect: cfg.Backends.ConnectTimeout,
 		attrs:   []protocol.Attribute{{Key: "_client_name", Value: "gatekeeper"}, {Key: "program_name", Value: "gatekeeper"}},
 	}
-	for _, addr := range append([]string{cfg.Backends.Primary}, replicas...) {
+	for _, addr := range slices.Concat([]string{cfg.Backends.Primary}, replicas, others) {
 		dialer := &backend.Dialer{Addr: addr, ConnectTimeout: cfg.Backends.ConnectTimeout,
 			DeadAfter: cfg.Backends.DeadAfter, TLS: tlsFor}
 		m.pools = append(m.pools, backend.NewPool(dialer, pc, m.metrics, log))
@@ -199,11 +201,42 @@ func (l *pooledLink) leaseFor(p *plan) (*backend.Lease, error) {
 		s.log.Debug("replica gave no connection; the read goes to the primary", "backend", p.route.To.Addr, "err", err)
 		s.fallBack(p, err, !errors.Is(err, backend.ErrWaitTimeout))
 	}
-	lease, err := l.m.pools[0].Acquire(s.ctx, l.pl.WantNow())
+	lease, err := l.fromPrimary()
 	if err == nil {
 		s.routes.Leased()
 	}
 	return lease, err
+}
+
+// fromPrimary leases a connection of the primary's pool: of the server that is the
+// primary now, waiting while there is none (a failover, a paused switchover). A primary
+// that cannot be reached is suspected at once, and the unit waits for a primary again,
+// within failover.buffer_timeout.
+func (l *pooledLink) fromPrimary() (*backend.Lease, error) {
+	s := l.s
+	top := s.topology
+	if top == nil {
+		return l.m.pools[0].Acquire(s.ctx, l.pl.WantNow())
+	}
+	deadline := time.Now().Add(s.cfg.Failover.BufferTimeout)
+	for {
+		addr, err := top.Writer(s.ctx)
+		if err != nil {
+			return nil, err
+		}
+		pool := l.m.poolOf(addr)
+		lease, err := pool.Acquire(s.ctx, l.pl.WantNow())
+		if errors.Is(err, backend.ErrBackoff) {
+			if seen, up := top.Seen(addr); up && pool.Redial(seen) {
+				lease, err = pool.Acquire(s.ctx, l.pl.WantNow())
+			}
+		}
+		if err == nil || !unreachable(s.ctx, err) || time.Now().After(deadline) {
+			return lease, err
+		}
+		s.log.Debug("the primary gave no connection; waiting for a primary", "backend", addr, "err", err)
+		top.Suspect(addr)
+	}
 }
 
 // fromReplica leases a connection of the replica d names.

@@ -13,6 +13,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/auth"
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
+	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
 
 // Error codes of pooled mode's own authentication, as the server sends them.
@@ -252,6 +253,12 @@ func (s *session) sendLeaseError(err error, waited time.Duration) {
 		// logs in with the secret of auth.users_file or of mysql.user, not the client's
 		// answer.
 		s.relayError(se)
+		return
+	}
+	var te *topology.Error
+	if errors.As(err, &te) {
+		s.log.Warn("no primary for a unit", "err", err)
+		s.sendError(errNoPrimary(te))
 		return
 	}
 	s.log.Warn("no backend connection for a unit", "backend", s.cfg.Backends.Primary, "err", err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 	"github.com/gatekeeperdb/gatekeeper/internal/rules"
+	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
 
 // Server accepts client connections and runs a session for each. It owns the listeners and
@@ -81,6 +83,9 @@ type Parts struct {
 	Cache *cache.Store
 	// Rules are the query rules; nil: none.
 	Rules *rules.Set
+	// Topology knows which server is the primary and holds writes during a failover;
+	// nil: the primary is backends.primary.
+	Topology *topology.Topology
 }
 
 // New returns a Server for cfg, which must have been validated, running on parts. Metrics
@@ -102,6 +107,7 @@ func New(cfg config.Config, parts Parts, log *slog.Logger, reg prometheus.Regist
 		rec:  &recorder{costs: parts.Costs, share: estimator.NewShare(cfg.Estimator.BackendCPUs, time.Now()), typeKey: key},
 		gate: &gate{timeouts: logEvery{period: time.Minute}, backendTLS: parts.BackendTLS}}
 	s.collaborators = c
+	c.topology = parts.Topology
 	s.rules.Store(parts.Rules)
 	c.rules = &s.rules
 	var err error
@@ -160,9 +166,35 @@ func (s *Server) newPooled(parts Parts, reg prometheus.Registerer) {
 		s.cache.wait.Store(int64(s.cfg.Cache.Wait))
 		s.cache.maxEntry.Store(int64(s.cfg.Cache.MaxEntryBytes))
 	}
-	s.pooled = newPooledMode(&s.cfg, parts.Pools, replicaAddrs, s.gate.backendTLS.For, s.log, reg)
+	// A server that may become the primary has a pool, routed to or not.
+	var others []string
+	if t := parts.Topology; t != nil {
+		for _, a := range t.Servers() {
+			if a != s.cfg.Backends.Primary && !slices.Contains(replicaAddrs, a) {
+				others = append(others, a)
+			}
+		}
+	}
+	s.pooled = newPooledMode(&s.cfg, parts.Pools, replicaAddrs, others, s.gate.backendTLS.For, s.log, reg)
+	if s.cfg.Failover.DurableAcks == config.DurableAcksReplica && parts.Routing != nil {
+		s.durable = newDurableAcks(parts.Routing.Router(), s.cfg.Failover.BufferTimeout, reg)
+	}
 	s.mode = s.pooled
 	s.metrics.registerMultiplex(reg, s.pooled.pools[0], &s.open)
+}
+
+// Topology returns what knows the primary and holds writes during a failover; nil when
+// the roles are not read.
+func (s *Server) Topology() *topology.Topology { return s.topology }
+
+// PrimaryInFlight returns the units that hold a connection of the primary's pool now, for
+// a pause of writes to wait for; ok is false in passthrough, where every session holds a
+// connection of the primary of its own and writes cannot be paused.
+func (s *Server) PrimaryInFlight() (n int, ok bool) {
+	if s.pooled == nil || s.topology == nil {
+		return 0, false
+	}
+	return s.pooled.poolOf(s.topology.Primary()).Stats().Leased, true
 }
 
 // Accounts returns the accounts of pooled mode or of auth.from_backend (nil without

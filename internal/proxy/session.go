@@ -25,6 +25,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 	"github.com/gatekeeperdb/gatekeeper/internal/rules"
+	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
 
 // collaborators are what a session works with. The server hands them over; a session
@@ -51,6 +52,12 @@ type collaborators struct {
 	// handoff is the hand-over under way, nil when none: the drain then moves each session
 	// to the other process rather than close it.
 	handoff atomic.Pointer[Handoff]
+	// topology knows the primary and holds writes while there is none; nil: the primary
+	// is backends.primary.
+	topology *topology.Topology
+	// durable holds each write's OK until a replica has applied it
+	// (failover.durable_acks: replica); nil when off.
+	durable *durableAcks
 }
 
 // sessionIndex finds a live session by the connection id its client knows.
@@ -409,15 +416,20 @@ func (s *session) fail(cmd byte, err error, written uint64) {
 	default:
 		addr := s.link.addr()
 		s.metrics.backendLost.Inc()
+		s.suspect(addr)
 		s.log.Warn("backend connection lost during a command; closing the client connection",
-			"command", protocol.CommandName(cmd), "backend", addr, "err", err)
+			"command", protocol.CommandName(cmd), "backend", addr, "in_transaction", s.inTxn, "err", err)
 		if s.client.Written() == written || s.res.Resumable {
 			// Nothing of the response reached the client, or what did ended in whole
 			// packets where an ERR may end the response (among rows, between results):
 			// it can be told why. Cut off without one, a driver reports a bare broken
 			// connection (go-sql-driver: "invalid connection") after rows that may look
 			// like the whole result.
-			s.sendError(errBackendLost(addr, err))
+			if s.inTxn { // a COMMIT in flight included: the transaction is open until its OK
+				s.sendError(errTxnLost(addr, err))
+			} else {
+				s.sendError(errBackendLost(addr, err))
+			}
 		}
 	}
 }

@@ -16,17 +16,23 @@ type monitor struct {
 	r  *Router
 	b  *Backend
 	db *sql.DB
+	// addr is the server db reaches: the backend's, or for the primary where it is now.
+	addr string
 }
 
 // statusEvery is how often a replica's replication threads are checked.
 const statusEvery = time.Second
 
 func newMonitor(r *Router, b *Backend) (*monitor, error) {
-	db, err := openMonitor(b.Addr, r.cfg.User, r.cfg.Password, max(time.Second, 20*r.cfg.PollInterval))
+	addr := b.Addr
+	if b.Primary {
+		addr = r.PrimaryAddr()
+	}
+	db, err := openMonitor(addr, r.cfg.User, r.cfg.Password, max(time.Second, 20*r.cfg.PollInterval))
 	if err != nil {
 		return nil, err
 	}
-	return &monitor{r: r, b: b, db: db}, nil
+	return &monitor{r: r, b: b, db: db, addr: addr}, nil
 }
 
 // openMonitor returns a handle on one connection to addr as user.
@@ -45,13 +51,16 @@ func openMonitor(addr, user, password string, timeout time.Duration) (*sql.DB, e
 }
 
 func (m *monitor) run(ctx context.Context) {
-	defer m.db.Close()
+	defer func() { m.db.Close() }()
 	interval := m.r.cfg.PollInterval
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var checked time.Time
 	replicating := true
 	for {
+		if m.b.Primary {
+			m.follow()
+		}
 		started := time.Now()
 		pos, err := m.position(ctx)
 		now := time.Now()
@@ -76,6 +85,20 @@ func (m *monitor) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// follow moves the primary's monitor to where the primary is now, after a failover.
+func (m *monitor) follow() {
+	a := m.r.PrimaryAddr()
+	if a == m.addr {
+		return
+	}
+	db, err := openMonitor(a, m.r.cfg.User, m.r.cfg.Password, max(time.Second, 20*m.r.cfg.PollInterval))
+	if err != nil {
+		return
+	}
+	m.db.Close()
+	m.db, m.addr = db, a
 }
 
 // position reads the backend's position.

@@ -1,6 +1,7 @@
 package replicas
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -344,4 +345,22 @@ func TestVersionsRecordMerges(t *testing.T) {
 	assert.Equal(t, "0-1-9", need.String(), "tables not known need every write of both")
 
 	assert.Error(t, taker.Merge(VersionsRecord{All: "not a position"}))
+}
+
+func TestAwaitApplied(t *testing.T) {
+	r := testRouter(SELF, false)
+	now := time.Now()
+	r.sawPrimary(now, now, Pos{{Seq: 10}})
+	ctx := context.Background()
+	assert.Equal(t, AppliedNoReplica, r.AwaitApplied(ctx, Pos{{Seq: 10}}, time.Second), "no replica seen yet")
+
+	r1, r2 := r.Replicas()[0], r.Replicas()[1]
+	r.sawReplica(r1, Pos{{Seq: 9}}, true, nil, now)
+	r.sawReplica(r2, Pos{{Seq: 10}}, false, nil, now) // has it, but does not replicate
+	assert.Equal(t, AppliedTimeout, r.AwaitApplied(ctx, Pos{{Seq: 10}}, 20*time.Millisecond))
+
+	done := make(chan string, 1)
+	go func() { done <- r.AwaitApplied(ctx, Pos{{Seq: 10}}, 10*time.Second) }()
+	r.sawReplica(r1, Pos{{Seq: 10}}, true, nil, time.Now())
+	assert.Equal(t, AppliedOnReplica, <-done, "the wait ends when a replicating replica applies it")
 }

@@ -162,6 +162,8 @@ type Router struct {
 	room func(b *Backend, cost time.Duration) bool
 	// reload asks for the closure to be read again.
 	reload chan struct{}
+	// primaryAddr is where the primary is now: the configured one until SetPrimary.
+	primaryAddr atomic.Pointer[string]
 }
 
 type seen struct {
@@ -174,6 +176,7 @@ type seen struct {
 func NewRouter(cfg Config, versions *Versions, log *slog.Logger) *Router {
 	r := &Router{cfg: cfg, log: log, versions: versions, advanced: make(chan struct{}), reload: make(chan struct{}, 1)}
 	r.primary = &Backend{Addr: cfg.Primary, Primary: true}
+	r.primaryAddr.Store(&cfg.Primary)
 	for i, a := range cfg.Replicas {
 		r.replicas = append(r.replicas, &Backend{Addr: a, Index: i + 1})
 	}
@@ -186,6 +189,17 @@ func NewRouter(cfg Config, versions *Versions, log *slog.Logger) *Router {
 
 // Primary returns the primary.
 func (r *Router) Primary() *Backend { return r.primary }
+
+// SetPrimary moves the primary's monitor and the reads of the closure to the server at
+// addr, after a failover: the primary keeps its place (Primary, index 0) under the name
+// the configuration gave it.
+func (r *Router) SetPrimary(addr string) {
+	r.primaryAddr.Store(&addr)
+	r.ReloadClosure()
+}
+
+// PrimaryAddr returns where the primary is now.
+func (r *Router) PrimaryAddr() string { return *r.primaryAddr.Load() }
 
 // Replicas returns the replicas, in the configured order.
 func (r *Router) Replicas() []*Backend { return r.replicas }
@@ -295,6 +309,51 @@ func (b *Backend) eligible(need Pos, anyPos bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.st.Up && !b.st.Shunned && (anyPos || b.st.Pos.Covers(need))
+}
+
+// Outcomes of AwaitApplied.
+const (
+	// AppliedOnReplica: a replica that is up and replicating applied the position.
+	AppliedOnReplica = "replica"
+	// AppliedNoReplica: no replica was up and replicating to wait for.
+	AppliedNoReplica = "no_replica"
+	// AppliedTimeout: no replica applied it within the bound.
+	AppliedTimeout = "timeout"
+)
+
+// AwaitApplied returns once a replica that is up and replicating has applied p, as its
+// monitor last read it; at once when no replica is up and replicating, and after timeout
+// when none applied it by then. It says which of the three it was.
+func (r *Router) AwaitApplied(ctx context.Context, p Pos, timeout time.Duration) string {
+	var deadline <-chan time.Time
+	for {
+		advanced := r.Advanced()
+		healthy := false
+		for _, b := range r.replicas {
+			b.mu.Lock()
+			up, pos := b.st.Up && b.st.Replicating, b.st.Pos
+			b.mu.Unlock()
+			if up && pos.Covers(p) {
+				return AppliedOnReplica
+			}
+			healthy = healthy || up
+		}
+		if !healthy {
+			return AppliedNoReplica
+		}
+		if deadline == nil {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-advanced:
+		case <-deadline:
+			return AppliedTimeout
+		case <-ctx.Done():
+			return AppliedTimeout
+		}
+	}
 }
 
 // Advanced returns a channel closed at the next change of a replica's position or
@@ -480,12 +539,13 @@ func (r *Router) ReloadClosure() {
 // ClosureInterval for DDL that went to the primary some other way; every second while the
 // primary does not answer.
 func (r *Router) keepClosure(ctx context.Context) {
-	db, err := openMonitor(r.cfg.Primary, r.cfg.User, r.cfg.Password, 10*time.Second)
+	addr := r.PrimaryAddr()
+	db, err := openMonitor(addr, r.cfg.User, r.cfg.Password, 10*time.Second)
 	if err != nil {
 		r.log.Error("cannot read triggers, cascades and views: every write raises the floor", "err", err)
 		return
 	}
-	defer db.Close()
+	defer func() { db.Close() }()
 	next := time.NewTimer(0)
 	defer next.Stop()
 	var last *Closure
@@ -495,6 +555,12 @@ func (r *Router) keepClosure(ctx context.Context) {
 			return
 		case <-r.reload:
 		case <-next.C:
+		}
+		if a := r.PrimaryAddr(); a != addr {
+			if moved, err := openMonitor(a, r.cfg.User, r.cfg.Password, 10*time.Second); err == nil {
+				db.Close()
+				db, addr = moved, a
+			}
 		}
 		gen := r.versions.Generation()
 		c, err := LoadClosure(ctx, db)

@@ -117,6 +117,23 @@ func (p *Policy) SetWrites(positions Positions, follower Follower) {
 	p.positions, p.follower = positions, follower
 }
 
+// PrimaryChanged moves what follows the primary to the server now at addr, which a
+// failover or a switchover made the primary with pos applied, before writes go to it: every
+// read needs pos at least from now on (what the old primary acknowledged and the new one
+// has), the primary's monitor, the position reader and the binary log follower read the
+// new one, and the follower starts again from its present position.
+func (p *Policy) PrimaryChanged(addr string, pos replicas.Pos) {
+	p.router.Versions().Covered(pos)
+	p.router.SetPrimary(addr)
+	type repointer interface{ Repoint(addr string) }
+	if r, ok := p.positions.(repointer); ok {
+		r.Repoint(addr)
+	}
+	if r, ok := p.follower.(repointer); ok {
+		r.Repoint(addr)
+	}
+}
+
 // Writes returns what SetWrites gave: the position reader and the follower, nil where
 // none.
 func (p *Policy) Writes() (Positions, Follower) { return p.positions, p.follower }

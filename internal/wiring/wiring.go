@@ -29,6 +29,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
 	"github.com/gatekeeperdb/gatekeeper/internal/rules"
+	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
 
 // Proxy returns the proxy server for cfg, which must have been validated, with its parts:
@@ -58,7 +59,34 @@ func Proxy(cfg config.Config, costs *estimator.Table, log *slog.Logger, reg prom
 	if parts.Rules, _, err = Rules(nil, cfg.Rules); err != nil {
 		return nil, err
 	}
+	parts.Topology = Topology(cfg, log, reg)
+	if parts.Topology != nil && parts.Routing != nil {
+		policy := parts.Routing
+		parts.Topology.OnChange(func(c topology.Change) {
+			pos, err := replicas.ParsePos(c.Pos)
+			if err != nil {
+				log.Warn("topology: the new primary's position does not parse; every read needs the primary's position as read next", "position", c.Pos, "err", err)
+				policy.Router().Versions().WroteUnknown(time.Now())
+			}
+			policy.PrimaryChanged(c.New, pos)
+		})
+	}
 	return proxy.New(cfg, parts, log, reg)
+}
+
+// Topology returns what reads the servers' roles and holds writes during a failover: over
+// the primary and the replicas, every backends.role_interval, as monitor.user. Nil when the
+// roles are not read (role_interval 0, or no monitor.user): the primary is then
+// backends.primary.
+func Topology(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) *topology.Topology {
+	if cfg.Backends.RoleInterval <= 0 || cfg.Monitor.User == "" {
+		return nil
+	}
+	servers := append([]string{cfg.Backends.Primary}, cfg.Backends.Replicas...)
+	timeout := min(cfg.Backends.ConnectTimeout, max(cfg.Backends.RoleInterval, time.Second))
+	read := topology.NewSQLReader(cfg.Monitor.User, cfg.Monitor.Password, timeout)
+	return topology.New(topology.Config{Servers: servers, Expected: cfg.Backends.Primary, Interval: cfg.Backends.RoleInterval,
+		BufferTimeout: cfg.Failover.BufferTimeout, BufferMax: cfg.Failover.BufferMax}, read.Read, log, topology.NewMetrics(reg))
 }
 
 // Rules turns rules into the query rules, compiled from prev (the rules in force, for a
