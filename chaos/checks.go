@@ -148,6 +148,23 @@ var Checks = []Check{
 			"in a loop (10 ms pause after an error); once the queue refuses them, 20 times a fresh client logs in and times one SELECT 1. " +
 			"Asserts: median and maximum within 50 ms.",
 	},
+	{
+		Test:  "TestFailover",
+		Title: "failover: kill -9 of the primary, a switchover, a split brain",
+		Setup: "Pooled mode over the primary and both replicas, roles read every 1 s (backends.role_interval), strong reads " +
+			"routed to the replicas (strong_rule per_table), failover.buffer_timeout 10s; 16 writers (every fourth in explicit " +
+			"transactions) insert ledger rows through the proxy, keeping the ids acknowledged, and 32 readers check through the proxy " +
+			"that they never read less of a writer's rows than was acknowledged before they asked. Kill: after 3 s, kill -9 of the " +
+			"primary; 2 s later the replica that received the most applies it, stops replicating and is made writable, and the " +
+			"other replicates from it, as an orchestrator does; run once with failover.durable_acks off and once with replica. " +
+			"Asserts: writes acknowledged again within 1 s of the promotion; no statement fails but those in flight at the kill (from the signal to the process seen gone); no " +
+			"stale read; no row applied twice; with durable_acks, no acknowledged write missing on the new primary (without, the " +
+			"number missing is reported); the write latency before the kill in each run. Switchover: POST pause-writes, the primary " +
+			"made read_only, a replica promoted as above with the old primary replicating from it, POST resume-writes. Asserts: no " +
+			"client error, no acknowledged write missing, no stale read; the pause is reported. Split brain: a replica stops " +
+			"replicating and is made writable beside the primary. Asserts: writes fail with an error naming both servers within " +
+			"5 s, none reaches either server, and writes go on once it is read-only again. Fresh backends after each variant.",
+	},
 }
 
 // CheckOf returns the check a test or subtest belongs to.

@@ -217,6 +217,15 @@ func (d durations) median() time.Duration {
 	return d.sorted()[len(d)/2]
 }
 
+// quantile returns the q-quantile (0 to 1) of d.
+func (d durations) quantile(q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := d.sorted()
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
 func (d durations) max() time.Duration {
 	if len(d) == 0 {
 		return 0
