@@ -219,6 +219,18 @@ func startProxy(t *testing.T, edit func(*config.Config)) *testProxy {
 			<-routed
 		})
 	}
+	if top := srv.Topology(); top != nil {
+		ctx, stop := context.WithCancel(context.Background())
+		read := make(chan struct{})
+		go func() { // ends with the test
+			defer close(read)
+			top.Run(ctx)
+		}()
+		t.Cleanup(func() {
+			stop()
+			<-read
+		})
+	}
 	p := &testProxy{Server: srv, Addr: ln.Addr().String(), Registry: reg, Costs: costs, cfg: cfg}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

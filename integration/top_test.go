@@ -36,11 +36,19 @@ func startDaemon(t *testing.T, extraEnv ...string) *daemon {
 // startDaemonArgs starts gatekeeper serve with more arguments (such as --config FILE).
 func startDaemonArgs(t *testing.T, args []string, extraEnv ...string) *daemon {
 	t.Helper()
+	d := &daemon{listen: freeAddr(t), admin: freeAddr(t)}
+	args = append([]string{"serve", "--listen", d.listen, "--admin-listen", d.admin, "--primary", env.Primary}, args...)
+	return startConfigured(t, d, args, extraEnv...)
+}
+
+// startConfigured runs gatekeeper with args (d's listen and admin addresses among them)
+// and waits until it is ready; it is killed when the test ends.
+func startConfigured(t *testing.T, d *daemon, args []string, extraEnv ...string) *daemon {
+	t.Helper()
 	bin := gatekeeperBinary(t)
-	d := &daemon{listen: freeAddr(t), admin: freeAddr(t), stderr: &bytes.Buffer{}}
+	d.stderr = &bytes.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	args = append([]string{"serve", "--listen", d.listen, "--admin-listen", d.admin, "--primary", env.Primary}, args...)
 	d.cmd = exec.CommandContext(ctx, bin, args...)
 	d.cmd.Env = append(os.Environ(), extraEnv...)
 	d.cmd.Stderr = d.stderr

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +29,8 @@ type accounts struct {
 }
 
 // newAccounts reads the accounts of cfg into store and, with auth.from_backend, starts
-// reading them again until ctx ends.
-func newAccounts(ctx context.Context, cfg config.Config, store *auth.Store, log *slog.Logger) (*accounts, error) {
+// reading them again until ctx ends, from the server primary names (nil: backends.primary).
+func newAccounts(ctx context.Context, cfg config.Config, store *auth.Store, primary func() string, log *slog.Logger) (*accounts, error) {
 	a := &accounts{store: store, file: cfg.Auth.UsersFile, log: log}
 	if a.file != "" {
 		users, err := auth.LoadFile(a.file)
@@ -46,6 +47,14 @@ func newAccounts(ctx context.Context, cfg config.Config, store *auth.Store, log 
 	mc := mysql.NewConfig()
 	mc.Net, mc.Addr, mc.User, mc.Passwd = "tcp", cfg.Backends.Primary, cfg.Monitor.User, cfg.Monitor.Password
 	mc.Timeout, mc.ReadTimeout, mc.WriteTimeout = cfg.Backends.ConnectTimeout, 10*time.Second, 10*time.Second
+	if primary != nil {
+		// Accounts are read from the primary of the moment: after a failover, the one
+		// promoted.
+		var d net.Dialer
+		mc.DialFunc = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, primary())
+		}
+	}
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		return nil, fmt.Errorf("auth.from_backend: %w", err)

@@ -24,7 +24,7 @@ func TestAccountsReloadTheUsersFile(t *testing.T) {
 	cfg := config.Default()
 	cfg.Mode, cfg.Auth.UsersFile = config.ModePooled, path
 	store := auth.NewStore()
-	acc, err := newAccounts(context.Background(), cfg, store, slog.New(slog.DiscardHandler))
+	acc, err := newAccounts(context.Background(), cfg, store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

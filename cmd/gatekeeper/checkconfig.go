@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -77,6 +78,7 @@ func checkBinlogGrant(ctx context.Context, cfg config.Config, out io.Writer) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, grantTimeout)
 	defer cancel()
+	cfg = findPrimary(ctx, cfg, slog.New(slog.DiscardHandler))
 	ok, err := binlog.CheckGrant(ctx, cfg.Backends.Primary, cfg.Monitor.User, cfg.Monitor.Password)
 	switch {
 	case err != nil:

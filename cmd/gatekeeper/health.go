@@ -2,19 +2,21 @@ package main
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
 
 // healthCollector exports at each scrape whether the primary answers and whether the proxy
 // is ready, as /readyz would answer: alert rules need them as series. The probe reuses a
 // recent result, so scrapes add no connections of their own to the database.
 type healthCollector struct {
-	primary   *replicas.Probe
+	primary   prober
 	ready     admin.CheckFunc
 	upDesc    *prometheus.Desc
 	readyDesc *prometheus.Desc
@@ -22,7 +24,50 @@ type healthCollector struct {
 
 var _ prometheus.Collector = (*healthCollector)(nil)
 
-func newHealthCollector(primary *replicas.Probe, ready admin.CheckFunc) *healthCollector {
+// prober checks that a server answers (replicas.Probe).
+type prober interface {
+	Check(ctx context.Context) error
+	Addr() string
+}
+
+var (
+	_ prober = (*replicas.Probe)(nil)
+	_ prober = (*primaryProbe)(nil)
+)
+
+// primaryProbe probes the primary of the moment: the one the topology names, so that
+// after a failover readiness follows the promoted server, not the configured one.
+type primaryProbe struct {
+	top      *topology.Topology // nil: the configured primary alone
+	fixed    string
+	timeout  time.Duration
+	mu       sync.Mutex
+	byServer map[string]*replicas.Probe
+}
+
+func newPrimaryProbe(top *topology.Topology, configured string, timeout time.Duration) *primaryProbe {
+	return &primaryProbe{top: top, fixed: configured, timeout: timeout, byServer: map[string]*replicas.Probe{}}
+}
+
+func (p *primaryProbe) probe() *replicas.Probe {
+	addr := p.fixed
+	if p.top != nil {
+		addr = p.top.Primary()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.byServer[addr]
+	if pr == nil {
+		pr = replicas.NewProbe(addr, p.timeout, 2*time.Second)
+		p.byServer[addr] = pr
+	}
+	return pr
+}
+
+func (p *primaryProbe) Check(ctx context.Context) error { return p.probe().Check(ctx) }
+func (p *primaryProbe) Addr() string                    { return p.probe().Addr() }
+
+func newHealthCollector(primary prober, ready admin.CheckFunc) *healthCollector {
 	return &healthCollector{
 		primary: primary,
 		ready:   ready,

@@ -24,7 +24,6 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/monitor"
 	"github.com/gatekeeperdb/gatekeeper/internal/procs"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
-	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/sdnotify"
 	"github.com/gatekeeperdb/gatekeeper/internal/wiring"
 )
@@ -117,6 +116,8 @@ func registerThreadsRunning(reg prometheus.Registerer, threads *monitor.Poller) 
 // reloads and saves, and the drain.
 func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), log *slog.Logger) error {
 	_ = mysql.SetLogger(driverLogger{log})
+	loaded := cfg // what a reload compares with
+	cfg = findPrimary(ctx, cfg, log)
 	var bg background // what ends with serve
 	defer bg.stop()
 	// SIGUSR2 is taken from the start: its default would end the process before run asks
@@ -150,7 +151,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	}
 	startRouting(&bg, cfg, srv, log)
 	startTopology(&bg, cfg, srv, log)
-	rl := &reloader{load: load, cur: cfg, srv: srv, costs: est.costs, log: log, enabled: cfg.Admission.Enabled}
+	rl := &reloader{load: load, cur: loaded, srv: srv, costs: est.costs, log: log, enabled: cfg.Admission.Enabled}
 	if err := startAccounts(&bg, cfg, srv, rl, log); err != nil {
 		return err
 	}
@@ -318,7 +319,11 @@ func startAccounts(bg *background, cfg config.Config, srv *proxy.Server, rl *rel
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	bg.onStop(cancel)
-	acc, err := newAccounts(ctx, cfg, srv.Accounts(nil), log)
+	var primary func() string // the primary of the moment, when roles are read
+	if t := srv.Topology(); t != nil {
+		primary = t.Primary
+	}
+	acc, err := newAccounts(ctx, cfg, srv.Accounts(nil), primary, log)
 	if err != nil {
 		return err
 	}
@@ -347,7 +352,7 @@ func startAdmin(cfg config.Config, aln net.Listener, srv *proxy.Server, costs *e
 	for _, w := range adminWarnings(cfg.Admin) {
 		log.Warn(w)
 	}
-	primary := replicas.NewProbe(cfg.Backends.Primary, cfg.Backends.ConnectTimeout, 2*time.Second)
+	primary := newPrimaryProbe(srv.Topology(), cfg.Backends.Primary, cfg.Backends.ConnectTimeout)
 	ready := admin.CheckFunc(func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():

@@ -177,7 +177,7 @@ type Replicas struct {
 
 // Routes tells whether reads go to replicas.
 func (c *Config) Routes() bool {
-	return c.Routing.Enabled && c.Mode == ModePooled && len(c.Backends.Replicas) > 0
+	return c.Routing.Enabled && c.Mode == ModePooled && (len(c.Backends.Replicas) > 0 || len(c.Backends.Servers) > 1)
 }
 
 // Modes of the proxy.
@@ -278,10 +278,16 @@ type AdminTLS struct {
 
 // Backends configures the database servers behind the proxy.
 type Backends struct {
-	// Primary is the host:port of the primary. Default 127.0.0.1:3306.
+	// Primary is the host:port of the primary. Default 127.0.0.1:3306, or none when
+	// Servers are set.
 	Primary string `mapstructure:"primary"`
 	// Replicas are host:port addresses of read replicas. Default none.
 	Replicas []string `mapstructure:"replicas"`
+	// Servers are host:port addresses of servers whose roles the proxy reads, without
+	// saying which is the primary: set alone, the primary is the one found writable at
+	// start (backends.primary is then left empty), and the replicas, unless
+	// backends.replicas lists them, are the others. Default none.
+	Servers []string `mapstructure:"servers"`
 	// ConnectTimeout bounds dialing a backend and reading its greeting. Default 5s.
 	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
 	// DeadAfter gives up a backend connection that gets no answer at all from the
@@ -629,6 +635,7 @@ func Default() Config {
 		Backends: Backends{
 			Primary:        "127.0.0.1:3306",
 			Replicas:       []string{},
+			Servers:        []string{},
 			ConnectTimeout: 5 * time.Second,
 			DeadAfter:      30 * time.Second,
 			RoleInterval:   time.Second,

@@ -127,6 +127,9 @@ func Load(src Sources) (Config, error) {
 			decoded = false
 		}
 	}
+	if decoded && len(cfg.Backends.Servers) > 0 && !setBy(src, lines, "backends.primary") {
+		cfg.Backends.Primary = "" // found among the servers at start
+	}
 	if decoded {
 		if err := cfg.Validate(); err != nil {
 			errs = append(errs, annotateLines(err, lines))
@@ -136,6 +139,23 @@ func Load(src Sources) (Config, error) {
 		return Config{}, withFile(src.File, err)
 	}
 	return cfg, nil
+}
+
+// setBy tells whether key was set by a source (the file, the environment, a flag given on
+// the command line) rather than left to its default.
+func setBy(src Sources, lines map[string]int, key string) bool {
+	if _, ok := lines[key]; ok {
+		return true
+	}
+	if _, ok := os.LookupEnv(EnvName(key)); ok {
+		return true
+	}
+	for name, k := range src.FlagKeys {
+		if f := src.Flags.Lookup(name); k == key && f != nil && f.Changed {
+			return true
+		}
+	}
+	return false
 }
 
 // isSectionList tells whether t is a list of sections (admission.policers, rules), which

@@ -86,9 +86,15 @@ func (c *Config) Validate() error {
 	addr("admin.listen", c.Admin.Listen, true)
 	keyPair("admin.tls", c.Admin.TLS.CertFile, c.Admin.TLS.KeyFile)
 	c.validateAdminAuth(bad)
-	addr("backends.primary", c.Backends.Primary, false)
+	addr("backends.primary", c.Backends.Primary, len(c.Backends.Servers) > 0)
 	for i, r := range c.Backends.Replicas {
 		addr(fmt.Sprintf("backends.replicas[%d]", i), r, false)
+	}
+	for i, r := range c.Backends.Servers {
+		addr(fmt.Sprintf("backends.servers[%d]", i), r, false)
+	}
+	if c.Backends.Primary == "" && len(c.Backends.Servers) > 0 && (c.Monitor.User == "" || c.Backends.RoleInterval <= 0) {
+		bad("backends.servers", "finding the primary among the servers reads their roles: set monitor.user and a backends.role_interval above 0, or name the primary in backends.primary")
 	}
 	if c.Backends.ConnectTimeout <= 0 {
 		bad("backends.connect_timeout", "must be positive, such as 5s")

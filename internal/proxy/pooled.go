@@ -23,6 +23,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/pooled"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
+	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
 
 // pooledMode is what pooled mode adds to the server: a pool of connections per backend,
@@ -37,6 +38,8 @@ type pooledMode struct {
 	shared  *pooled.Shared
 	primary string
 	connect time.Duration
+	// topology names the primary now; nil: it is primary.
+	topology *topology.Topology
 	// greeting is the primary's greeting, read once it answers.
 	greeting atomic.Pointer[protocol.Greeting]
 	probeMu  sync.Mutex
@@ -90,7 +93,11 @@ func (m *pooledMode) primaryGreeting(ctx context.Context) (*protocol.Greeting, e
 	if g := m.greeting.Load(); g != nil {
 		return g, nil
 	}
-	nc, err := dialBackend(ctx, m.primary, m.connect, 0)
+	addr := m.primary
+	if m.topology != nil {
+		addr = m.topology.Primary() // after a failover, the configured one may be gone
+	}
+	nc, err := dialBackend(ctx, addr, m.connect, 0)
 	if err != nil {
 		return nil, err
 	}

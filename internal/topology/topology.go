@@ -64,6 +64,8 @@ type Config struct {
 	// at once (0: no bound).
 	BufferTimeout time.Duration
 	BufferMax     int
+	// Close, when set, is called when Run returns: it closes what the reader holds.
+	Close func()
 }
 
 // Reader reads the role of the server at addr; a failed read returns a Server that is not
@@ -329,6 +331,9 @@ func (t *Topology) setStateLocked(state string) {
 
 // Run reads the roles every interval, and at once when asked, until ctx ends.
 func (t *Topology) Run(ctx context.Context) {
+	if t.cfg.Close != nil {
+		defer t.cfg.Close()
+	}
 	if t.cfg.Interval <= 0 || len(t.cfg.Servers) == 0 {
 		return
 	}
@@ -452,7 +457,7 @@ func (t *Topology) apply(servers []Server, epoch uint64) {
 		t.setStateLocked(StateOK)
 	}
 	t.mu.Unlock()
-	if old != "" {
+	if old != "" && t.m != nil {
 		t.m.failovers.Inc()
 	}
 	if t.cfg.Expected != "" && primary != t.cfg.Expected {

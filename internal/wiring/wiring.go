@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,10 +84,15 @@ func Topology(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) *t
 		return nil
 	}
 	servers := append([]string{cfg.Backends.Primary}, cfg.Backends.Replicas...)
+	for _, s := range cfg.Backends.Servers {
+		if !slices.Contains(servers, s) {
+			servers = append(servers, s)
+		}
+	}
 	timeout := min(cfg.Backends.ConnectTimeout, max(cfg.Backends.RoleInterval, time.Second))
 	read := topology.NewSQLReader(cfg.Monitor.User, cfg.Monitor.Password, timeout)
 	return topology.New(topology.Config{Servers: servers, Expected: cfg.Backends.Primary, Interval: cfg.Backends.RoleInterval,
-		BufferTimeout: cfg.Failover.BufferTimeout, BufferMax: cfg.Failover.BufferMax}, read.Read, log, topology.NewMetrics(reg))
+		BufferTimeout: cfg.Failover.BufferTimeout, BufferMax: cfg.Failover.BufferMax, Close: read.Close}, read.Read, log, topology.NewMetrics(reg))
 }
 
 // Rules turns rules into the query rules, compiled from prev (the rules in force, for a

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
@@ -58,4 +61,36 @@ func (w writesSource) PauseWrites(ctx context.Context, timeout time.Duration) (a
 func (w writesSource) ResumeWrites() bool {
 	t := w.srv.Topology()
 	return t != nil && t.Resume()
+}
+
+// findPrimary returns cfg with the primary found among backends.servers when the
+// configuration names none: the one server writable at start, read once within
+// backends.connect_timeout. The replicas, unless backends.replicas lists them, are the
+// other servers. With no writable server, the first is taken as the primary's place and
+// writes wait until a server is writable.
+func findPrimary(ctx context.Context, cfg config.Config, log *slog.Logger) config.Config {
+	servers := cfg.Backends.Servers
+	if len(servers) == 0 {
+		return cfg
+	}
+	if cfg.Backends.Primary == "" {
+		read := topology.NewSQLReader(cfg.Monitor.User, cfg.Monitor.Password, cfg.Backends.ConnectTimeout)
+		defer read.Close()
+		t := topology.New(topology.Config{Servers: servers}, read.Read, log, nil)
+		t.Check(ctx)
+		v := t.View()
+		cfg.Backends.Primary = v.Primary
+		if v.State != topology.StateOK {
+			cfg.Backends.Primary = servers[0]
+			log.Warn("no one server of backends.servers is a writable primary at start; writes wait until one is",
+				"state", v.State, "servers", servers)
+		} else {
+			log.Info("found the primary among backends.servers", "primary", v.Primary)
+		}
+	}
+	if len(cfg.Backends.Replicas) == 0 {
+		primary := cfg.Backends.Primary
+		cfg.Backends.Replicas = slices.DeleteFunc(slices.Clone(servers), func(s string) bool { return s == primary })
+	}
+	return cfg
 }
