@@ -461,3 +461,44 @@ rules:
 		t.Errorf("rules = %+v\nwant %+v", c.Rules, rules)
 	}
 }
+
+// backends.servers alone leaves the primary to be found; a primary named anywhere stays.
+func TestServersWithoutAPrimary(t *testing.T) {
+	servers := "backends:\n  servers: [db1:3306, db2:3306]\nmonitor:\n  user: mon\n"
+	for _, tc := range []struct {
+		name, file, env, flag, want string
+	}{
+		{"servers alone", servers, "", "", ""},
+		{"primary in the file", "backends:\n  primary: db2:3306\n  servers: [db1:3306, db2:3306]\nmonitor:\n  user: mon\n", "", "", "db2:3306"},
+		{"primary in the environment", servers, "db1:3306", "", "db1:3306"},
+		{"primary as a flag", servers, "", "db2:3306", "db2:3306"},
+		{"no servers", "monitor:\n  user: mon\n", "", "", "127.0.0.1:3306"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.file)
+			if tc.env != "" {
+				t.Setenv("GATEKEEPER_BACKENDS_PRIMARY", tc.env)
+			}
+			flags := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+			flags.String("primary", "", "")
+			var args []string
+			if tc.flag != "" {
+				args = []string{"--primary", tc.flag}
+			}
+			if err := flags.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(Sources{File: path, Flags: flags, FlagKeys: map[string]string{"primary": "backends.primary"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Backends.Primary != tc.want {
+				t.Errorf("backends.primary = %q, want %q", c.Backends.Primary, tc.want)
+			}
+		})
+	}
+	path := writeFile(t, "backends:\n  servers: [db1:3306]\n")
+	if _, err := Load(Sources{File: path}); err == nil || !strings.Contains(err.Error(), "backends.servers") {
+		t.Errorf("servers alone without monitor.user: %v, want an error naming backends.servers", err)
+	}
+}
