@@ -287,20 +287,8 @@ func describeFailures(fs []failure) string {
 // lostAndDuplicated compares the acknowledged ids with the rows of the server at addr.
 func (l *failoverLoad) lostAndDuplicated(t *testing.T, addr string) (lost, dup int) {
 	t.Helper()
-	db := openDB(t, "tcp", addr, "timeout=5s&readTimeout=30s")
-	counts := map[int64]int{}
-	rows, err := db.Query("SELECT id, COUNT(*) FROM chaos_failover GROUP BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			t.Fatal(err)
-		}
-		counts[id] = n
+	counts := (&primaryMonitor{db: serverDB(t, addr)}).idCounts(t, "chaos_failover")
+	for _, n := range counts {
 		if n > 1 {
 			dup++
 		}

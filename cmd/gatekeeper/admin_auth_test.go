@@ -283,14 +283,7 @@ func TestAdminWithoutAuthIsOpenAndWarns(t *testing.T) {
 func TestReloadOfAdminAuthNeedsARestart(t *testing.T) {
 	token, _, _, _ := adminSecrets(t)
 	cur := config.Default()
-	costs, err := estimator.New(estimatorConfig(cur.Estimator))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := wiring.Proxy(cur, costs, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, costs := reloadable(t, cur)
 	next := cur
 	next.Admin.Auth = config.AdminAuth{BearerTokenFile: token}
 	var logged logBuffer

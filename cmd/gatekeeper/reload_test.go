@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/wiring"
 )
 
@@ -18,14 +19,7 @@ import (
 // must be true.
 func TestReloadRefusedInPartChangesNothing(t *testing.T) {
 	cur := config.Default()
-	costs, err := estimator.New(estimatorConfig(cur.Estimator))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := wiring.Proxy(cur, costs, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, costs := reloadable(t, cur)
 	next := cur
 	next.Estimator.DefaultCost = 77 * time.Millisecond
 	next.Admission.Policers = []config.Policer{{Name: "bad", Client: "not an address", Rate: 1, Burst: 1}}
@@ -50,4 +44,18 @@ func TestDriverLogGoesToTheStructuredLog(t *testing.T) {
 	if s := out.String(); !strings.Contains(s, `"msg":"go-sql-driver"`) || !strings.Contains(s, "closing bad idle connection: EOF") {
 		t.Errorf("logged %q", s)
 	}
+}
+
+// reloadable builds the proxy of cur and its estimator, for a reloader to reload.
+func reloadable(t *testing.T, cur config.Config) (*proxy.Server, *estimator.Table) {
+	t.Helper()
+	costs, err := estimator.New(estimatorConfig(cur.Estimator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := wiring.Proxy(cur, costs, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, costs
 }
