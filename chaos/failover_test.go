@@ -1,12 +1,15 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,7 +118,14 @@ type failoverLoad struct {
 	// failures are the statements that failed, reads and writes.
 	failures []failure
 	reads    int
-	stale    int
+	// stale are the reads that saw less than was acknowledged before they asked.
+	stale []staleRead
+}
+
+// staleRead is a read of writer w's rows that saw seq got where need was acknowledged.
+type staleRead struct {
+	w         int
+	need, got int64
 }
 
 type timedOp struct {
@@ -216,7 +226,7 @@ func (l *failoverLoad) read(ctx context.Context, db *sql.DB) {
 		} else {
 			l.reads++
 			if got < need {
-				l.stale++
+				l.stale = append(l.stale, staleRead{w, need, got})
 			}
 		}
 		l.mu.Unlock()
@@ -284,8 +294,10 @@ func describeFailures(fs []failure) string {
 	return strings.TrimPrefix(b.String(), "; ")
 }
 
-// lostAndDuplicated compares the acknowledged ids with the rows of the server at addr.
-func (l *failoverLoad) lostAndDuplicated(t *testing.T, addr string) (lost, dup int) {
+// lostAndDuplicated compares the acknowledged ids with the rows of the server at addr. Of
+// the reads that saw less than was acknowledged, those whose write is on that server are
+// stale; the others read a write the failover lost (unexplained: stale).
+func (l *failoverLoad) lostAndDuplicated(t *testing.T, addr string) (lost, dup, stale, ofLost int) {
 	t.Helper()
 	counts := (&primaryMonitor{db: serverDB(t, addr)}).idCounts(t, "chaos_failover")
 	for _, n := range counts {
@@ -300,7 +312,14 @@ func (l *failoverLoad) lostAndDuplicated(t *testing.T, addr string) (lost, dup i
 			lost++
 		}
 	}
-	return lost, dup
+	for _, r := range l.stale {
+		if counts[int64(r.w)*10_000_000+r.need] == 0 {
+			ofLost++
+		} else {
+			stale++
+		}
+	}
+	return lost, dup, stale, ofLost
 }
 
 // serverDB opens a connection to one backend as the test account (it holds SUPER).
@@ -388,6 +407,16 @@ func failoverKilled(t *testing.T, durable string) {
 
 	killed := time.Now()
 	killPrimary(t)
+	// The process is gone once its sockets are: a connection to its port is refused.
+	if _, ok := waitUntil(5*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", env.Primary, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}); !ok {
+		t.Fatal("the primary's port still takes connections 5 s after the kill")
+	}
 	dead := time.Now()
 	time.Sleep(promoteAfter)
 	newPrimary := promote(t, "")
@@ -401,15 +430,18 @@ func failoverKilled(t *testing.T, durable string) {
 	l.stop()
 
 	inFlight, others := l.failuresOutside(killed, dead)
-	lost, dup := l.lostAndDuplicated(t, newPrimary)
+	lost, dup, stale, ofLost := l.lostAndDuplicated(t, newPrimary)
 	l.mu.Lock()
-	acked, reads, stale := len(l.ids), l.reads, l.stale
+	acked, reads := len(l.ids), l.reads
 	l.mu.Unlock()
 	line := fmt.Sprintf("%d writes acknowledged, %d strong reads; writes resumed %s after the promotion (bound %s); "+
 		"%d statements failed that were in flight at the kill, %d others; %d acknowledged writes lost, %d applied twice "+
-		"(checked on the new primary %s); %d stale reads; write latency before the kill p50 %s p99 %s",
-		acked, reads, ms(resumed), ms(resumeBound), inFlight, len(others), lost, dup, newPrimary, stale,
+		"(checked on the new primary %s); %d stale reads (and %d that missed only a lost write); write latency before the kill p50 %s p99 %s",
+		acked, reads, ms(resumed), ms(resumeBound), inFlight, len(others), lost, dup, newPrimary, stale, ofLost,
 		ms(steady.median()), ms(steady.quantile(0.99)))
+	if durable == config.DurableAcksReplica {
+		line += "; " + durableHold(t, g)
+	}
 	durableCost.mu.Lock()
 	if durable == config.DurableAcksOff {
 		durableCost.off = steady
@@ -487,10 +519,11 @@ func switchover(t *testing.T) {
 	l.stop()
 
 	_, failures := l.failuresOutside(time.Time{}, time.Time{})
-	lost, dup := l.lostAndDuplicated(t, newPrimary)
+	lost, dup, stale, ofLost := l.lostAndDuplicated(t, newPrimary)
+	stale += ofLost // a switchover loses nothing: any read short of a write is stale
 	longest := l.latencies(paused.Add(-time.Second), resumedAt).max()
 	l.mu.Lock()
-	acked, reads, stale := len(l.ids), l.reads, l.stale
+	acked, reads := len(l.ids), l.reads
 	l.mu.Unlock()
 	report(check, "%d writes acknowledged, %d strong reads; pause-writes answered in %s; writes paused %s in all "+
 		"(pause to resume), the longest write took %s; first write after the resume %s later; %d client errors; "+
@@ -575,4 +608,49 @@ func splitBrain(t *testing.T) {
 	if splitErr != nil && (!strings.Contains(splitErr.Error(), env.Replicas[0]) || !strings.Contains(splitErr.Error(), env.Primary)) {
 		t.Errorf("the split-brain error does not name both servers: %v", splitErr)
 	}
+}
+
+// durableHold says how long the proxy held the OKs of writes for a replica, from its
+// histogram (the upper bound of the bucket each quantile falls in), and how the holds
+// ended.
+func durableHold(t *testing.T, g *gatekeeper) string {
+	t.Helper()
+	m, err := g.metrics()
+	if err != nil {
+		t.Fatalf("the proxy's metrics: %v", err)
+	}
+	type bucket struct {
+		le float64
+		n  float64
+	}
+	var buckets []bucket
+	for series, n := range m {
+		le, ok := strings.CutPrefix(series, `gatekeeper_durable_ack_wait_seconds_bucket{le="`)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64)
+		if err == nil {
+			buckets = append(buckets, bucket{v, n})
+		}
+	}
+	slices.SortFunc(buckets, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	quantile := func(q float64) string {
+		if len(buckets) == 0 {
+			return "?"
+		}
+		total := buckets[len(buckets)-1].n
+		for _, b := range buckets {
+			if b.n >= q*total {
+				return fmt.Sprintf("%s ms", strconv.FormatFloat(b.le*1000, 'g', 3, 64))
+			}
+		}
+		return "?"
+	}
+	return fmt.Sprintf("OKs held for a replica: p50 at most %s, p99 at most %s (gatekeeper_durable_ack_wait_seconds); "+
+		"holds ended: %.0f applied on a replica, %.0f with no replica to wait for, %.0f timed out, %.0f given up by the session, "+
+		"%.0f not acknowledged (the primary lost first)",
+		quantile(0.5), quantile(0.99), m[`gatekeeper_durable_acks_total{outcome="replica"}`],
+		m[`gatekeeper_durable_acks_total{outcome="no_replica"}`], m[`gatekeeper_durable_acks_total{outcome="timeout"}`],
+		m[`gatekeeper_durable_acks_total{outcome="cancelled"}`], m[`gatekeeper_durable_acks_total{outcome="primary_lost"}`])
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/backend"
 	"github.com/gatekeeperdb/gatekeeper/internal/protocol"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
+	"github.com/gatekeeperdb/gatekeeper/internal/topology"
 )
 
 // unreachable tells whether err, from leasing or dialing a backend connection, says the
@@ -39,14 +40,20 @@ func (s *session) suspect(addr string) {
 // OK and the replicas' positions from their monitors. A failover to a replica that took
 // writes then loses none that a client was told of.
 type durableAcks struct {
-	router  *replicas.Router
-	timeout time.Duration
-	waited  prometheus.Histogram
-	acks    *prometheus.CounterVec
+	router *replicas.Router
+	// topology, when set, tells that the primary of a held write is gone.
+	topology *topology.Topology
+	timeout  time.Duration
+	waited   prometheus.Histogram
+	acks     *prometheus.CounterVec
 }
 
-func newDurableAcks(router *replicas.Router, timeout time.Duration, reg prometheus.Registerer) *durableAcks {
-	d := &durableAcks{router: router, timeout: timeout,
+// outcomePrimaryLost: the primary that committed the write was lost before a replica
+// applied it; the client is not acknowledged.
+const outcomePrimaryLost = "primary_lost"
+
+func newDurableAcks(router *replicas.Router, top *topology.Topology, timeout time.Duration, reg prometheus.Registerer) *durableAcks {
+	d := &durableAcks{router: router, topology: top, timeout: timeout,
 		waited: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gatekeeper_durable_ack_wait_seconds",
 			Help:    "How long a write's OK was held until a replica had applied it (failover.durable_acks: replica).",
@@ -54,26 +61,56 @@ func newDurableAcks(router *replicas.Router, timeout time.Duration, reg promethe
 		}),
 		acks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatekeeper_durable_acks_total",
-			Help: "Writes whose OK was held for a replica, by outcome: replica (a replica applied it), no_replica (none up to wait for: acknowledged at once), timeout (none applied it within failover.buffer_timeout: acknowledged anyway).",
+			Help: "Writes whose OK was held for a replica, by outcome: replica (a replica applied it), no_replica (none up to wait for, or the holds are off since one timed out: acknowledged at once), timeout (none applied it within failover.buffer_timeout: acknowledged anyway), cancelled (the session ended first), primary_lost (the primary was lost first: not acknowledged, the connection closed).",
 		}, []string{"outcome"}),
 	}
-	for _, o := range []string{replicas.AppliedOnReplica, replicas.AppliedNoReplica, replicas.AppliedTimeout} {
+	for _, o := range []string{replicas.AppliedOnReplica, replicas.AppliedNoReplica, replicas.AppliedTimeout, replicas.AppliedCancelled, outcomePrimaryLost} {
 		d.acks.WithLabelValues(o)
 	}
 	reg.MustRegister(d.waited, d.acks)
 	return d
 }
 
-// await returns once a replica has applied the transactions at gtids, or cannot.
-func (d *durableAcks) await(ctx context.Context, gtids []replicas.GTID) {
+// await returns once a replica has applied the transactions at gtids, committed on the
+// primary at addr, or cannot. It returns false when the primary was lost before a replica
+// applied them: the write must not be acknowledged.
+func (d *durableAcks) await(ctx context.Context, addr string, gtids []replicas.GTID) bool {
 	start := time.Now()
 	var pos replicas.Pos
 	for _, g := range gtids {
 		pos = pos.With(g)
 	}
+	if d.topology != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go d.watch(ctx, addr, cancel) // ends with ctx
+	}
 	outcome := d.router.AwaitApplied(ctx, pos, d.timeout)
+	if outcome != replicas.AppliedOnReplica && d.topology != nil {
+		if primary, reachable := d.topology.Holds(addr); !primary || !reachable {
+			outcome = outcomePrimaryLost
+		}
+	}
 	d.acks.WithLabelValues(outcome).Inc()
 	if outcome == replicas.AppliedOnReplica {
 		d.waited.Observe(time.Since(start).Seconds())
+	}
+	return outcome != outcomePrimaryLost
+}
+
+// watch cancels a hold once another server is the primary than addr.
+func (d *durableAcks) watch(ctx context.Context, addr string, cancel context.CancelFunc) {
+	for {
+		changed := d.topology.Changed()
+		if primary, _ := d.topology.Holds(addr); !primary {
+			cancel()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
 	}
 }

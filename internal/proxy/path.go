@@ -375,8 +375,14 @@ func (s *session) beforeAck(res *protocol.Response) {
 	ack := routing.Response{Err: res.Err != nil, InTxn: res.HasStatus && res.Status&mysql.SERVER_STATUS_IN_TRANS != 0,
 		AffectedRows: res.AffectedRows, GTIDs: p.gtids}
 	s.routes.Ack(p.stmt.routed(), &ack)
-	if s.durable != nil && len(p.gtids) > 0 {
-		s.durable.await(s.ctx, p.gtids)
+	if s.durable != nil && len(p.gtids) > 0 && !s.durable.await(s.ctx, s.link.addr(), p.gtids) {
+		// The primary that committed it is gone, and no replica has it: whether the write
+		// survives the failover is unknown, and the client is not told it is done. The
+		// connection closes without the OK, as it would had the primary died a moment
+		// sooner.
+		s.log.Warn("closing the client connection without the OK of a write no replica has, its primary gone",
+			"backend", s.link.addr())
+		_ = s.client.Close()
 	}
 }
 

@@ -178,7 +178,7 @@ func (s *Server) newPooled(parts Parts, reg prometheus.Registerer) {
 	s.pooled = newPooledMode(&s.cfg, parts.Pools, replicaAddrs, others, s.gate.backendTLS.For, s.log, reg)
 	s.pooled.topology = parts.Topology
 	if s.cfg.Failover.DurableAcks == config.DurableAcksReplica && parts.Routing != nil {
-		s.durable = newDurableAcks(parts.Routing.Router(), s.cfg.Failover.BufferTimeout, reg)
+		s.durable = newDurableAcks(parts.Routing.Router(), parts.Topology, s.cfg.Failover.BufferTimeout, reg)
 	}
 	s.mode = s.pooled
 	s.metrics.registerMultiplex(reg, s.pooled.pools[0], &s.open)

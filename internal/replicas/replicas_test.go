@@ -356,11 +356,17 @@ func TestAwaitApplied(t *testing.T) {
 
 	r1, r2 := r.Replicas()[0], r.Replicas()[1]
 	r.sawReplica(r1, Pos{{Seq: 9}}, true, nil, now)
-	r.sawReplica(r2, Pos{{Seq: 10}}, false, nil, now) // has it, but does not replicate
-	assert.Equal(t, AppliedTimeout, r.AwaitApplied(ctx, Pos{{Seq: 10}}, 20*time.Millisecond))
-
+	r.sawReplica(r2, Pos{{Seq: 8}}, false, nil, now)
 	done := make(chan string, 1)
 	go func() { done <- r.AwaitApplied(ctx, Pos{{Seq: 10}}, 10*time.Second) }()
+	r.sawReplica(r2, Pos{{Seq: 10}}, false, nil, time.Now())
+	assert.Equal(t, AppliedOnReplica, <-done, "a replica that has the write counts, its threads running or not")
+
+	r.SetPrimary("r2") // r2 was promoted: its position no longer says a replica has a write
+	assert.Equal(t, AppliedTimeout, r.AwaitApplied(ctx, Pos{{Seq: 10}}, 20*time.Millisecond))
+	start := time.Now()
+	assert.Equal(t, AppliedNoReplica, r.AwaitApplied(ctx, Pos{{Seq: 10}}, time.Second), "after a timeout, no more waits")
+	assert.Less(t, time.Since(start), 500*time.Millisecond)
 	r.sawReplica(r1, Pos{{Seq: 10}}, true, nil, time.Now())
-	assert.Equal(t, AppliedOnReplica, <-done, "the wait ends when a replicating replica applies it")
+	assert.Equal(t, AppliedOnReplica, r.AwaitApplied(ctx, Pos{{Seq: 10}}, time.Second), "a replica caught up: waits are on again")
 }

@@ -164,6 +164,8 @@ type Router struct {
 	reload chan struct{}
 	// primaryAddr is where the primary is now: the configured one until SetPrimary.
 	primaryAddr atomic.Pointer[string]
+	// durableOff is set while AwaitApplied does not wait, after a wait timed out.
+	durableOff atomic.Bool
 }
 
 type seen struct {
@@ -313,32 +315,32 @@ func (b *Backend) eligible(need Pos, anyPos bool) bool {
 
 // Outcomes of AwaitApplied.
 const (
-	// AppliedOnReplica: a replica that is up and replicating applied the position.
+	// AppliedOnReplica: a replica applied the position.
 	AppliedOnReplica = "replica"
-	// AppliedNoReplica: no replica was up and replicating to wait for.
+	// AppliedNoReplica: no replica was up to wait for, or the waits are off since one
+	// timed out and no replica has caught up since.
 	AppliedNoReplica = "no_replica"
 	// AppliedTimeout: no replica applied it within the bound.
 	AppliedTimeout = "timeout"
+	// AppliedCancelled: the wait was given up (its context ended).
+	AppliedCancelled = "cancelled"
 )
 
-// AwaitApplied returns once a replica that is up and replicating has applied p, as its
-// monitor last read it; at once when no replica is up and replicating, and after timeout
-// when none applied it by then. It says which of the three it was.
+// AwaitApplied returns once a replica has applied p, as its monitor last read it (the
+// primary of the moment, after a failover, does not count). It returns at once when no
+// replica is up, after timeout when none applied p by then, and when ctx ends; after a timeout it waits no
+// more, as semi-synchronous replication switches itself off, until a replica has applied a
+// position asked for again. It says which of the three it was.
 func (r *Router) AwaitApplied(ctx context.Context, p Pos, timeout time.Duration) string {
 	var deadline <-chan time.Time
 	for {
 		advanced := r.Advanced()
-		healthy := false
-		for _, b := range r.replicas {
-			b.mu.Lock()
-			up, pos := b.st.Up && b.st.Replicating, b.st.Pos
-			b.mu.Unlock()
-			if up && pos.Covers(p) {
-				return AppliedOnReplica
-			}
-			healthy = healthy || up
-		}
-		if !healthy {
+		applied, up := r.applied(p)
+		switch {
+		case applied:
+			r.durableOff.Store(false)
+			return AppliedOnReplica
+		case !up || r.durableOff.Load():
 			return AppliedNoReplica
 		}
 		if deadline == nil {
@@ -349,11 +351,31 @@ func (r *Router) AwaitApplied(ctx context.Context, p Pos, timeout time.Duration)
 		select {
 		case <-advanced:
 		case <-deadline:
+			r.durableOff.Store(true)
 			return AppliedTimeout
 		case <-ctx.Done():
-			return AppliedTimeout
+			return AppliedCancelled
 		}
 	}
+}
+
+// applied tells whether a replica other than the primary of the moment has applied p, and
+// whether any such replica is up.
+func (r *Router) applied(p Pos) (applied, up bool) {
+	primary := r.PrimaryAddr()
+	for _, b := range r.replicas {
+		if b.Addr == primary {
+			continue
+		}
+		b.mu.Lock()
+		ok, pos := b.st.Up, b.st.Pos
+		b.mu.Unlock()
+		if ok && pos.Covers(p) {
+			return true, true
+		}
+		up = up || ok
+	}
+	return false, up
 }
 
 // Advanced returns a channel closed at the next change of a replica's position or

@@ -171,6 +171,22 @@ func (t *Topology) Primary() string {
 	return t.primary
 }
 
+// Changed returns a channel closed at the next change of state (and at each read of the
+// roles that finds the primary).
+func (t *Topology) Changed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.wake
+}
+
+// Holds tells whether addr is still the primary, and reachable: writes go to it, or are
+// paused for a switchover, rather than waiting for another.
+func (t *Topology) Holds(addr string) (primary, reachable bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.primary == addr, t.state == StateOK || t.state == StatePaused
+}
+
 // Servers returns the addresses of the servers whose roles are read.
 func (t *Topology) Servers() []string { return slices.Clone(t.cfg.Servers) }
 

@@ -89,6 +89,9 @@ func TestFailoverHoldsWritesUntilAPromotion(t *testing.T) {
 	default:
 	}
 
+	if p, r := top.Holds("a:1"); !p || r {
+		t.Fatalf("a:1 down: Holds = %v, %v; want still the primary, unreachable", p, r)
+	}
 	promoted := primary
 	promoted.Pos = "0-1-12"
 	r.set("b:1", promoted)
@@ -99,6 +102,9 @@ func TestFailoverHoldsWritesUntilAPromotion(t *testing.T) {
 	}
 	if len(changes) != 1 || changes[0] != (Change{Old: "a:1", New: "b:1", Pos: "0-1-12"}) {
 		t.Fatalf("changes %+v, want one from a:1 to b:1 at 0-1-12", changes)
+	}
+	if p, _ := top.Holds("a:1"); p {
+		t.Fatal("a:1 is still the primary after b:1 was promoted")
 	}
 	if v := top.View(); v.Failovers != 1 || v.Primary != "b:1" || v.State != StateOK {
 		t.Fatalf("view %+v, want one failover, primary b:1, ok", v)
