@@ -159,7 +159,7 @@ var Checks = []Check{
 			"other replicates from it, as an orchestrator does; run once with failover.durable_acks off and once with replica. " +
 			"Asserts: writes acknowledged again within 1 s of the promotion; no statement fails but those in flight at the kill (from the signal until its port refuses connections); no " +
 			"stale read (without durable acks, a read that missed only a write the failover lost is counted apart); no row applied twice; with durable_acks, no acknowledged write missing on the new primary (without, the " +
-			"number missing is reported); the write latency before the kill in each run. Switchover: POST pause-writes, the primary " +
+			"number missing is reported); Threads_running read from the new primary; the write latency before the kill in each run. Switchover: POST pause-writes, the primary " +
 			"made read_only, a replica promoted as above with the old primary replicating from it, POST resume-writes. Asserts: no " +
 			"client error, no acknowledged write missing, no stale read; the pause is reported. Split brain: a replica stops " +
 			"replicating and is made writable beside the primary. Asserts: writes fail with an error naming both servers within " +

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -469,6 +470,13 @@ func failoverKilled(t *testing.T, durable string) {
 	}
 	if reads == 0 || acked == 0 {
 		t.Errorf("the load did nothing: %d writes, %d reads", acked, reads)
+	}
+	// The monitor of Threads_running (the rate policers' signal) follows the new primary.
+	if _, ok := waitUntil(5*time.Second, func() bool {
+		log, err := os.ReadFile(g.logPath)
+		return err == nil && strings.Contains(string(log), "reading Threads_running from the primary again")
+	}); !ok {
+		t.Errorf("Threads_running not read from the new primary within 5 s of the end of the load")
 	}
 }
 

@@ -264,6 +264,9 @@ func startMonitor(bg *background, cfg config.Config, srv *proxy.Server, reg prom
 	if err != nil {
 		return err
 	}
+	if t := srv.Topology(); t != nil {
+		threads.Follow(t.Primary)
+	}
 	bg.add(threads.Run)
 	registerThreadsRunning(reg, threads)
 	srv.SetThreadsRunning(func() (float64, bool) {

@@ -17,7 +17,12 @@ import (
 
 // Poller polls Threads_running on one server.
 type Poller struct {
-	db       *sql.DB
+	// db reaches addr; both owned by Run's goroutine once it runs.
+	db             *sql.DB
+	addr           string
+	user, password string
+	// primary, when set, names the server to read (Follow).
+	primary  func() string
 	interval time.Duration
 	log      *slog.Logger
 
@@ -30,26 +35,47 @@ type Poller struct {
 // New returns a poller of the server at addr, logging in as user. It does not connect
 // until Run.
 func New(addr, user, password string, interval time.Duration, log *slog.Logger) (*Poller, error) {
+	p := &Poller{user: user, password: password, interval: interval, log: log}
+	if err := p.open(addr); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Follow makes the poller read the server primary names at each poll, after a failover
+// the one promoted, rather than the address New was given. Call it before Run.
+func (p *Poller) Follow(primary func() string) { p.primary = primary }
+
+// open points the poller's connection at addr; owned by Run's goroutine once it runs.
+func (p *Poller) open(addr string) error {
 	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", addr, user, password
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", addr, p.user, p.password
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("monitor: %w", err)
+		return fmt.Errorf("monitor: %w", err)
 	}
-	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	return &Poller{db: db, interval: interval, log: log}, nil
+	if p.db != nil {
+		p.db.Close()
+	}
+	p.db, p.addr = sql.OpenDB(conn), addr
+	p.db.SetMaxOpenConns(1)
+	p.db.SetMaxIdleConns(1)
+	return nil
 }
 
 // Run polls until ctx ends, then closes the connection.
 func (p *Poller) Run(ctx context.Context) {
-	defer p.db.Close()
+	defer func() { p.db.Close() }()
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	failing := false
 	for {
+		if p.primary != nil {
+			if a := p.primary(); a != p.addr {
+				_ = p.open(a) // a config that opened once opens again
+			}
+		}
 		err := p.poll(ctx)
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:
