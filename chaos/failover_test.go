@@ -334,25 +334,11 @@ func serverDB(t *testing.T, addr string) *sql.DB {
 // ioPos returns the position a replica has received (Gtid_IO_Pos).
 func ioPos(t *testing.T, db *sql.DB) replicas.Pos {
 	t.Helper()
-	rows, err := db.Query("SHOW SLAVE STATUS")
-	if err != nil {
-		t.Fatal(err)
+	st, err := replicas.ReplicaStatus(context.Background(), db)
+	if err != nil || st == nil {
+		t.Fatalf("SHOW SLAVE STATUS: not a replica (%v)", err)
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	if !rows.Next() {
-		t.Fatal("SHOW SLAVE STATUS: not a replica")
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		t.Fatal(err)
-	}
-	i := slices.Index(cols, "Gtid_IO_Pos")
-	p, err := replicas.ParsePos(vals[i].String)
+	p, err := replicas.ParsePos(st["Gtid_IO_Pos"])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func newMonitor(r *Router, b *Backend) (*monitor, error) {
 	if b.Primary {
 		addr = r.PrimaryAddr()
 	}
-	db, err := openMonitor(addr, r.cfg.User, r.cfg.Password, max(time.Second, 20*r.cfg.PollInterval))
+	db, err := OpenMonitor(addr, r.cfg.User, r.cfg.Password, max(time.Second, 20*r.cfg.PollInterval))
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func newMonitor(r *Router, b *Backend) (*monitor, error) {
 }
 
 // openMonitor returns a handle on one connection to addr as user.
-func openMonitor(addr, user, password string, timeout time.Duration) (*sql.DB, error) {
+func OpenMonitor(addr, user, password string, timeout time.Duration) (*sql.DB, error) {
 	cfg := mysql.NewConfig()
 	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", addr, user, password
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = timeout, timeout, timeout
@@ -93,7 +93,7 @@ func (m *monitor) follow() {
 	if a == m.addr {
 		return
 	}
-	db, err := openMonitor(a, m.r.cfg.User, m.r.cfg.Password, max(time.Second, 20*m.r.cfg.PollInterval))
+	db, err := OpenMonitor(a, m.r.cfg.User, m.r.cfg.Password, max(time.Second, 20*m.r.cfg.PollInterval))
 	if err != nil {
 		return
 	}
@@ -116,17 +116,24 @@ func (m *monitor) position(ctx context.Context) (Pos, error) {
 
 // replicating tells whether both replication threads run.
 func (m *monitor) replicating(ctx context.Context) (bool, error) {
-	rows, err := m.db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	st, err := ReplicaStatus(ctx, m.db)
+	return st["Slave_IO_Running"] == "Yes" && st["Slave_SQL_Running"] == "Yes", err
+}
+
+// ReplicaStatus returns the server's SHOW SLAVE STATUS by column name; nil when it is not
+// a replica (no row).
+func ReplicaStatus(ctx context.Context, db *sql.DB) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if !rows.Next() {
-		return false, rows.Err()
+		return nil, rows.Err()
 	}
 	vals := make([]sql.NullString, len(cols))
 	ptrs := make([]any, len(cols))
@@ -134,18 +141,13 @@ func (m *monitor) replicating(ctx context.Context) (bool, error) {
 		ptrs[i] = &vals[i]
 	}
 	if err := rows.Scan(ptrs...); err != nil {
-		return false, err
+		return nil, err
 	}
-	io, sqlRunning := "", ""
+	st := make(map[string]string, len(cols))
 	for i, c := range cols {
-		switch c {
-		case "Slave_IO_Running":
-			io = vals[i].String
-		case "Slave_SQL_Running":
-			sqlRunning = vals[i].String
-		}
+		st[c] = vals[i].String
 	}
-	return io == "Yes" && sqlRunning == "Yes", rows.Err()
+	return st, rows.Err()
 }
 
 // setPrimary records what a poll of the primary found.

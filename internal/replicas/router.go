@@ -562,7 +562,7 @@ func (r *Router) ReloadClosure() {
 // primary does not answer.
 func (r *Router) keepClosure(ctx context.Context) {
 	addr := r.PrimaryAddr()
-	db, err := openMonitor(addr, r.cfg.User, r.cfg.Password, 10*time.Second)
+	db, err := OpenMonitor(addr, r.cfg.User, r.cfg.Password, 10*time.Second)
 	if err != nil {
 		r.log.Error("cannot read triggers, cascades and views: every write raises the floor", "err", err)
 		return
@@ -579,7 +579,7 @@ func (r *Router) keepClosure(ctx context.Context) {
 		case <-next.C:
 		}
 		if a := r.PrimaryAddr(); a != addr {
-			if moved, err := openMonitor(a, r.cfg.User, r.cfg.Password, 10*time.Second); err == nil {
+			if moved, err := OpenMonitor(a, r.cfg.User, r.cfg.Password, 10*time.Second); err == nil {
 				db.Close()
 				db, addr = moved, a
 			}

@@ -16,13 +16,20 @@ import (
 type primaryAt struct {
 	pos   replicas.Pos
 	reads int
+	addr  string
 }
 
 func (p *primaryAt) Read(context.Context) (replicas.Pos, error) { p.reads++; return p.pos, nil }
+func (p *primaryAt) Repoint(addr string)                        { p.addr = addr }
 
 // follower records the writes up to recorded; past it Recorded fails, as a follower that
 // cannot catch up in time.
-type follower struct{ recorded replicas.Pos }
+type follower struct {
+	recorded replicas.Pos
+	addr     string
+}
+
+func (f *follower) Repoint(addr string) { f.addr = addr }
 
 func (f *follower) Recorded(_ context.Context, p replicas.Pos) error {
 	if !f.recorded.Covers(p) {
@@ -64,4 +71,20 @@ func TestFresh(t *testing.T) {
 	_, ok = local.policy.Fresh(context.Background(), tables, false, 0, nil)
 	require.False(t, ok, "proxy_local learns no writer but this proxy: no version")
 	require.False(t, local.policy.Follows())
+}
+
+// TestPrimaryChanged: a new primary raises the floor to its position and moves the
+// position reader and the follower to it.
+func TestPrimaryChanged(t *testing.T) {
+	f := newFixture(t, routing.Config{Consistency: replicas.Strong, Rule: routing.PerTable}, 0)
+	primary, fl := &primaryAt{}, &follower{}
+	f.policy.SetWrites(primary, fl)
+	pos := replicas.Pos{{Domain: 0, Server: 2, Seq: 9}}
+	f.policy.PrimaryChanged("db2:3306", pos)
+	if !f.router.Versions().Floor().Covers(pos) {
+		t.Errorf("floor %v after the change, want it to cover %v", f.router.Versions().Floor(), pos)
+	}
+	if primary.addr != "db2:3306" || fl.addr != "db2:3306" || f.router.PrimaryAddr() != "db2:3306" {
+		t.Errorf("after the change: positions at %q, follower at %q, router at %q; want db2:3306", primary.addr, fl.addr, f.router.PrimaryAddr())
+	}
 }

@@ -46,18 +46,20 @@ func ParseStrongRule(s string) (StrongRule, error) {
 }
 
 // Positions reads the primary's position by a query that starts after the call began
-// (binlog.Positions).
+// (binlog.Positions); Repoint moves it to another primary after a failover.
 type Positions interface {
 	Read(ctx context.Context) (replicas.Pos, error)
+	Repoint(addr string)
 }
 
 // Follower says when the version map holds every write committed up to a position
 // (binlog.Follower): Recorded returns once it does, or an error when it cannot tell (the
 // follower does not follow the primary's log); Denied tells that it cannot follow for want
-// of a grant.
+// of a grant; Repoint follows another primary's log after a failover.
 type Follower interface {
 	Recorded(ctx context.Context, p replicas.Pos) error
 	Denied() bool
+	Repoint(addr string)
 }
 
 // Config is the routing policy's settings.
@@ -125,12 +127,11 @@ func (p *Policy) SetWrites(positions Positions, follower Follower) {
 func (p *Policy) PrimaryChanged(addr string, pos replicas.Pos) {
 	p.router.Versions().Covered(pos)
 	p.router.SetPrimary(addr)
-	type repointer interface{ Repoint(addr string) }
-	if r, ok := p.positions.(repointer); ok {
-		r.Repoint(addr)
+	if p.positions != nil {
+		p.positions.Repoint(addr)
 	}
-	if r, ok := p.follower.(repointer); ok {
-		r.Repoint(addr)
+	if p.follower != nil {
+		p.follower.Repoint(addr)
 	}
 }
 

@@ -5,11 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 )
 
 // SQLReader reads roles over one connection per server, logged in as the monitoring
@@ -44,16 +43,10 @@ func (r *SQLReader) db(addr string) (*sql.DB, error) {
 	if db := r.dbs[addr]; db != nil {
 		return db, nil
 	}
-	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", addr, r.user, r.password
-	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = r.timeout, r.timeout, r.timeout
-	conn, err := mysql.NewConnector(cfg)
+	db, err := replicas.OpenMonitor(addr, r.user, r.password, r.timeout)
 	if err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
 	r.dbs[addr] = db
 	return db, nil
 }
@@ -80,47 +73,15 @@ func (r *SQLReader) read(ctx context.Context, addr string, s *Server) error {
 	if err := db.QueryRowContext(ctx, "SELECT @@read_only, @@gtid_binlog_pos").Scan(&s.ReadOnly, &s.Pos); err != nil {
 		return err
 	}
-	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	st, err := replicas.ReplicaStatus(ctx, db)
 	if err != nil {
 		return fmt.Errorf("SHOW SLAVE STATUS: %w", err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return err
+	// Connecting counts: the replica means to replicate, and takes no writes of its own as
+	// a primary would.
+	s.Replicating = st["Slave_IO_Running"] == "Yes" || st["Slave_IO_Running"] == "Connecting" || st["Slave_SQL_Running"] == "Yes"
+	if host := st["Master_Host"]; host != "" {
+		s.Source = net.JoinHostPort(host, st["Master_Port"])
 	}
-	if !rows.Next() {
-		return rows.Err()
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return err
-	}
-	var host, port string
-	for i, c := range cols {
-		switch c {
-		case "Master_Host":
-			host = vals[i].String
-		case "Master_Port":
-			port = vals[i].String
-		case "Slave_IO_Running":
-			// Connecting counts: the replica means to replicate, and takes no writes of
-			// its own as a primary would.
-			s.Replicating = s.Replicating || vals[i].String == "Yes" || vals[i].String == "Connecting"
-		case "Slave_SQL_Running":
-			s.Replicating = s.Replicating || vals[i].String == "Yes"
-		}
-	}
-	if host != "" {
-		if _, err := strconv.Atoi(port); err == nil {
-			s.Source = net.JoinHostPort(host, port)
-		} else {
-			s.Source = host
-		}
-	}
-	return rows.Err()
+	return nil
 }

@@ -448,11 +448,12 @@ func (t *Topology) apply(servers []Server, epoch uint64) {
 		return
 	}
 	if primary == old {
-		if !t.paused {
+		paused := t.paused
+		if !paused {
 			t.setStateLocked(StateOK)
 		}
 		t.mu.Unlock()
-		if was != StateOK && !t.isPaused() {
+		if was != StateOK && !paused {
 			t.log.Info("topology: writes go to the primary again", "primary", primary)
 		}
 		return
@@ -482,12 +483,6 @@ func (t *Topology) apply(servers []Server, epoch uint64) {
 	} else {
 		t.log.Info("topology: new primary", "primary", primary, "previous", old, "position", pos)
 	}
-}
-
-func (t *Topology) isPaused() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.paused
 }
 
 // describe sums up the servers' roles for a log line.
