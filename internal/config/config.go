@@ -1,9 +1,11 @@
 // Package config defines gatekeeper's configuration: the typed settings every component
-// reads, their defaults, how a YAML file, GATEKEEPER_* environment variables and command-line
-// flags combine into them, and the validation that runs before anything is applied.
+// reads, their defaults, how a YAML file, a fleet's shared settings in etcd, GATEKEEPER_*
+// environment variables and command-line flags combine into them, and the validation that
+// runs before anything is applied.
 //
-// Unknown keys are errors, not warnings: a misspelt key that is silently ignored is a setting
-// the operator believes in and does not have.
+// Unknown keys are errors, not warnings, wherever they are written (the file, etcd, the
+// name of a GATEKEEPER_ variable): a misspelt key that is silently ignored is a setting the
+// operator believes in and does not have.
 package config
 
 import (
@@ -40,8 +42,10 @@ type Config struct {
 	Routing   Routing   `mapstructure:"routing"`
 	Replicas  Replicas  `mapstructure:"replicas"`
 	Cache     Cache     `mapstructure:"cache"`
+	Fleet     Fleet     `mapstructure:"fleet"`
 	// Rules are the query rules, matched in order: for each action, the first matching
-	// rule that sets it decides it. They can be set only in the file. Default none.
+	// rule that sets it decides it. They can be set only in the file or a fleet's shared
+	// settings, not in the environment. Default none.
 	Rules []Rule `mapstructure:"rules"`
 }
 
@@ -83,6 +87,57 @@ type Cache struct {
 	// concurrent fill of the same statement, before running its own. Default 50ms.
 	Wait time.Duration `mapstructure:"wait"`
 }
+
+// Fleet joins proxies that share admission capacity and configuration through etcd
+// (docs/fleet.md). It is off while Etcd is empty. It needs a restart to change.
+type Fleet struct {
+	// Etcd are the etcd endpoints, host:port. Default none: no fleet.
+	Etcd []string `mapstructure:"etcd"`
+	// Prefix is where the fleet's keys live in etcd; it starts and ends with /. Default
+	// /gatekeeper/.
+	Prefix string `mapstructure:"prefix"`
+	// Name is this member's name in the fleet: letters, digits, '.', '-', '_' and ':'.
+	// Empty (default): the host name and the listen port, found at start.
+	Name string `mapstructure:"name"`
+	// Interval is how often a member publishes its demand and recomputes its share, 100ms
+	// to 10s. Default 500ms.
+	Interval time.Duration `mapstructure:"interval"`
+	// LeaseTTL is the time-to-live of the member's etcd lease, whole seconds from 2s to 60s
+	// and at least twice Interval: a member that dies frees its share within it. Default 3s.
+	LeaseTTL time.Duration `mapstructure:"lease_ttl"`
+	// DialTimeout bounds one etcd call, 100ms to 30s. Default 2s.
+	DialTimeout time.Duration `mapstructure:"dial_timeout"`
+	// SharedConfig reads the admission, routing, cache and rules settings from the keys
+	// under ConfigPrefix, one key per setting, above the file and below the environment
+	// (Sources.Shared). Default true.
+	SharedConfig bool `mapstructure:"shared_config"`
+	// User and PasswordFile authenticate to etcd; the password is read from the file
+	// (ReadPassword), never given in the configuration. Default none: no authentication.
+	User         string   `mapstructure:"user"`
+	PasswordFile string   `mapstructure:"password_file"`
+	TLS          FleetTLS `mapstructure:"tls"`
+}
+
+// Enabled tells whether the proxy is a member of a fleet.
+func (f *Fleet) Enabled() bool { return len(f.Etcd) > 0 }
+
+// ConfigPrefix is the etcd prefix of the shared settings: Prefix + "config/". The key of a
+// setting is ConfigPrefix followed by its dotted name (/gatekeeper/config/admission.capacity).
+func (f *Fleet) ConfigPrefix() string { return f.Prefix + "config/" }
+
+// FleetTLS configures TLS to etcd. It is used when CAFile or CertFile is set; else the
+// proxy speaks to etcd in the clear.
+type FleetTLS struct {
+	// CAFile is a PEM bundle to verify etcd's certificates with. Default: the system pool.
+	CAFile string `mapstructure:"ca_file"`
+	// CertFile and KeyFile are a client certificate to present, for etcd's client
+	// certificate authentication. Optional.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+}
+
+// Enabled tells whether the proxy speaks TLS to etcd.
+func (t *FleetTLS) Enabled() bool { return t.CAFile != "" || t.CertFile != "" }
 
 // Rule is one query rule: a match and at least one action. A rule with deny has no other
 // action.
@@ -698,6 +753,10 @@ func Default() Config {
 		Cache: Cache{
 			Mode: CacheOff, MaxBytes: 256 << 20, MaxEntryBytes: 1 << 20,
 			Replacement: ReplacementCostAware, Consistency: "strong", Wait: 50 * time.Millisecond,
+		},
+		Fleet: Fleet{
+			Etcd: []string{}, Prefix: "/gatekeeper/", Interval: 500 * time.Millisecond,
+			LeaseTTL: 3 * time.Second, DialTimeout: 2 * time.Second, SharedConfig: true,
 		},
 		Rules: []Rule{},
 	}

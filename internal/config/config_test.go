@@ -4,11 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gatekeeperdb/gatekeeper/internal/handover"
 )
 
 func writeFile(t *testing.T, text string) string {
@@ -287,7 +290,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "rules from the environment",
 			env:  map[string]string{"GATEKEEPER_RULES": "a,b"},
-			want: []string{"rules: a list of sections is set only in the configuration file, not in GATEKEEPER_RULES"},
+			want: []string{"rules: a list of sections is set only in the configuration file or a fleet's shared settings, not in GATEKEEPER_RULES"},
 		},
 		{
 			name: "yaml syntax",
@@ -369,6 +372,104 @@ func TestEveryKeyHasAnEnvironmentVariable(t *testing.T) {
 	}
 	if EnvName("admission.discipline") != "GATEKEEPER_ADMISSION_DISCIPLINE" {
 		t.Errorf("EnvName = %s", EnvName("admission.discipline"))
+	}
+}
+
+// TestEnvironmentIsStrict: a GATEKEEPER_ variable that names no setting is an error, with the
+// nearest one that does, reported with the other errors; a correct one still sets its key.
+func TestEnvironmentIsStrict(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		yaml string
+		want []string // substrings of the error
+	}{
+		{
+			name: "misspelt",
+			env:  map[string]string{"GATEKEEPER_ADMISION_ENABLED": "true"},
+			want: []string{"GATEKEEPER_ADMISION_ENABLED: names no setting; did you mean GATEKEEPER_ADMISSION_ENABLED (admission.enabled)?"},
+		},
+		{
+			name: "in lower case",
+			env:  map[string]string{"GATEKEEPER_routing_consistency": "eventual"},
+			want: []string{"GATEKEEPER_routing_consistency: names no setting; did you mean GATEKEEPER_ROUTING_CONSISTENCY (routing.consistency)?"},
+		},
+		{
+			name: "a section, not a setting",
+			env:  map[string]string{"GATEKEEPER_ADMISSION": "on"},
+			want: []string{"GATEKEEPER_ADMISSION: names no setting, and none is close: docs/configuration.md lists every setting"},
+		},
+		{
+			name: "nothing close",
+			env:  map[string]string{"GATEKEEPER_FOO": "1"},
+			want: []string{"GATEKEEPER_FOO: names no setting, and none is close: docs/configuration.md"},
+		},
+		{
+			name: "with the file's errors",
+			env:  map[string]string{"GATEKEEPER_ADMISSION_MAX_QUEUE": "10", "GATEKEEPER_ADMISSION_MAXQUEUE": "10"},
+			yaml: "admission:\n  disciplin: fifo\n  aging: -1\n",
+			want: []string{
+				`line 2: unknown key "admission.disciplin"`,
+				"GATEKEEPER_ADMISSION_MAXQUEUE: names no setting; did you mean GATEKEEPER_ADMISSION_MAX_QUEUE (admission.max_queue)?",
+				"line 3: admission.aging: must be 0 (off)",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			src := Sources{}
+			if tt.yaml != "" {
+				src.File = writeFile(t, tt.yaml)
+			}
+			_, err := Load(src)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+
+	t.Run("correct", func(t *testing.T) {
+		t.Setenv("GATEKEEPER_ADMISSION_ENABLED", "false")
+		t.Setenv("GATEKEEPER_FLEET_LEASE_TTL", "4s")
+		c, err := Load(Sources{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Admission.Enabled || c.Fleet.LeaseTTL != 4*time.Second {
+			t.Errorf("admission.enabled %v, fleet.lease_ttl %s; want false and 4s from the environment", c.Admission.Enabled, c.Fleet.LeaseTTL)
+		}
+	})
+	t.Run("not settings", func(t *testing.T) {
+		if !slices.Contains(notSettings, handover.EnvFD) {
+			t.Errorf("%s, which a hand-over sets, is not among %v", handover.EnvFD, notSettings)
+		}
+		for _, name := range notSettings {
+			t.Setenv(name, "3")
+		}
+		if _, err := Load(Sources{}); err != nil {
+			t.Errorf("with %v set: %v", notSettings, err)
+		}
+	})
+}
+
+// TestNearest: a misspelling finds its key; a short name finds only what is one edit away.
+func TestNearest(t *testing.T) {
+	keys := []string{"mode", "listen", "admission.discipline", "admission.capacity"}
+	for name, want := range map[string]string{
+		"admission.disciplin": "admission.discipline", "admision.capacty": "admission.capacity",
+		"mod": "mode", "lisen": "listen", "foo": "", "routes": "", "admission.cap": "",
+	} {
+		if got := nearest(name, keys); got != want {
+			t.Errorf("nearest(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
 

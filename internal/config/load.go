@@ -26,10 +26,19 @@ func EnvName(key string) string {
 }
 
 // Sources says where configuration comes from, in rising precedence after the defaults:
-// the file, the environment, the flags that were set.
+// the file, a fleet's shared settings, the environment, the flags that were set.
 type Sources struct {
 	// File is a YAML file; empty means none.
 	File string
+	// Shared are the settings read from a fleet's etcd prefix (fleet.shared_config), by
+	// dotted name (admission.capacity, rules), each value the YAML text of the setting's
+	// value as the file would give it (80ms, true, or a list of rules). Only SharedKeys may
+	// be set. Empty means none.
+	Shared map[string]string
+	// SharedPrefix is the etcd prefix Shared was read under (Fleet.ConfigPrefix, such as
+	// /gatekeeper/config/); errors name a shared setting by its etcd key, SharedPrefix and
+	// the setting's name.
+	SharedPrefix string
 	// Flags and FlagKeys bind command-line flags (by name) to keys. A flag counts only when
 	// it was set on the command line.
 	Flags    *pflag.FlagSet
@@ -73,7 +82,7 @@ func Keys() []string {
 }
 
 // Load builds the configuration from its sources and validates it. Errors name the key,
-// and the file line when the value came from the file.
+// and where its value came from: the file's line, or the etcd key of a shared setting.
 func Load(src Sources) (Config, error) {
 	v := viper.New()
 	def := reflect.ValueOf(Default())
@@ -84,23 +93,38 @@ func Load(src Sources) (Config, error) {
 			return Config{}, err
 		}
 	}
-	var lines map[string]int
+	at := places{}
 	var errs []error
 	if src.File != "" {
 		data, err := os.ReadFile(src.File)
 		if err != nil {
 			return Config{}, fmt.Errorf("config: %w", err)
 		}
-		lines, err = checkKeys(data, fs)
+		lines, err := checkKeys(data, fs)
 		switch {
 		case lines == nil: // not YAML
 			return Config{}, fmt.Errorf("config %s: %w", src.File, err)
 		case err != nil:
 			errs = append(errs, err) // unknown keys: reported with the bad values below
 		}
+		for key, line := range lines {
+			at[key] = fmt.Sprintf("line %d", line)
+		}
 		v.SetConfigType("yaml")
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return Config{}, fmt.Errorf("config %s: %w", src.File, err)
+		}
+	}
+	if err := checkEnv(os.Environ(), fs); err != nil {
+		errs = append(errs, err)
+	}
+	if len(src.Shared) > 0 {
+		overlay, err := sharedOverlay(src, fs, at)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if err := v.MergeConfigMap(overlay); err != nil {
+			return Config{}, err
 		}
 	}
 	for name, key := range src.FlagKeys {
@@ -108,6 +132,11 @@ func Load(src Sources) (Config, error) {
 			if err := v.BindPFlag(key, f); err != nil {
 				return Config{}, err
 			}
+		}
+	}
+	for _, f := range fs {
+		if os.Getenv(EnvName(f.key)) != "" || flagSet(src, f.key) { // as viper reads them
+			at.set(f.key, "") // an error names the key alone, not the line its value lost to
 		}
 	}
 
@@ -118,21 +147,21 @@ func Load(src Sources) (Config, error) {
 		dst := out.FieldByIndex(f.index)
 		raw := v.Get(f.key)
 		if _, ok := raw.(string); ok && isSectionList(f.typ) {
-			errs = append(errs, fmt.Errorf("%s: a list of sections is set only in the configuration file, not in %s or a flag", f.key, EnvName(f.key)))
+			errs = append(errs, fmt.Errorf("%s: a list of sections is set only in the configuration file or a fleet's shared settings, not in %s or a flag", f.key, EnvName(f.key)))
 			decoded = false
 			continue
 		}
 		if err := decodeValue(raw, dst); err != nil {
-			errs = append(errs, keyErrors(f.key, lines, err)...)
+			errs = append(errs, keyErrors(f.key, at, err)...)
 			decoded = false
 		}
 	}
-	if decoded && len(cfg.Backends.Servers) > 0 && !setBy(src, lines, "backends.primary") {
+	if decoded && len(cfg.Backends.Servers) > 0 && !setBy(src, at, "backends.primary") {
 		cfg.Backends.Primary = "" // found among the servers at start
 	}
 	if decoded {
 		if err := cfg.Validate(); err != nil {
-			errs = append(errs, annotateLines(err, lines))
+			errs = append(errs, annotatePlaces(err, at))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -141,15 +170,20 @@ func Load(src Sources) (Config, error) {
 	return cfg, nil
 }
 
-// setBy tells whether key was set by a source (the file, the environment, a flag given on
-// the command line) rather than left to its default.
-func setBy(src Sources, lines map[string]int, key string) bool {
-	if _, ok := lines[key]; ok {
+// setBy tells whether key was set by a source (the file, the fleet's shared settings, the
+// environment, a flag given on the command line) rather than left to its default.
+func setBy(src Sources, at places, key string) bool {
+	if _, ok := at[key]; ok {
 		return true
 	}
 	if _, ok := os.LookupEnv(EnvName(key)); ok {
 		return true
 	}
+	return flagSet(src, key)
+}
+
+// flagSet tells whether a flag given on the command line sets key.
+func flagSet(src Sources, key string) bool {
 	for name, k := range src.FlagKeys {
 		if f := src.Flags.Lookup(name); k == key && f != nil && f.Changed {
 			return true
@@ -158,8 +192,42 @@ func setBy(src Sources, lines map[string]int, key string) bool {
 	return false
 }
 
+// places says where the value of each key came from, for its errors: "line 12" of the
+// file, or "etcd key /gatekeeper/config/rules". A key set by the environment or a flag has
+// none: its errors name the key alone.
+type places map[string]string
+
+// set records that the value of key, and every key inside it (rules[0], rules[0].name),
+// came from place; an empty place forgets where it came from.
+func (p places) set(key, place string) {
+	for k := range p {
+		if k == key || strings.HasPrefix(k, key+"[") || strings.HasPrefix(k, key+".") {
+			delete(p, k)
+		}
+	}
+	if place != "" {
+		p[key] = place
+	}
+}
+
+// of returns the place of key; for a key inside a list entry that has none of its own (a
+// missing rules[0].name), the place of the entry, else of the list.
+func (p places) of(key string) (string, bool) {
+	if place, ok := p[key]; ok {
+		return place, true
+	}
+	if i := strings.LastIndexByte(key, ']'); i >= 0 {
+		if place, ok := p[key[:i+1]]; ok {
+			return place, true
+		}
+		place, ok := p[key[:strings.IndexByte(key, '[')]]
+		return place, ok
+	}
+	return "", false
+}
+
 // isSectionList tells whether t is a list of sections (admission.policers, rules), which
-// only the file can write.
+// only the file and a fleet's shared settings can write.
 func isSectionList(t reflect.Type) bool {
 	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct
 }
@@ -171,33 +239,34 @@ func withFile(file string, err error) error {
 	return fmt.Errorf("config %s: %w", file, err)
 }
 
-func keyError(key string, lines map[string]int, err error) error {
-	if line, ok := lines[key]; ok {
-		return fmt.Errorf("line %d: %s: %w", line, key, err)
+func keyError(key string, at places, err error) error {
+	if place, ok := at.of(key); ok {
+		return fmt.Errorf("%s: %s: %w", place, key, err)
 	}
 	return fmt.Errorf("%s: %w", key, err)
 }
 
 // keyErrors names key, or the place inside its value, in each error of a decode.
-func keyErrors(key string, lines map[string]int, err error) []error {
+func keyErrors(key string, at places, err error) []error {
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) {
-		return []error{keyError(key, lines, err)}
+		return []error{keyError(key, at, err)}
 	}
 	var out []error
 	for _, e := range joined.Unwrap() {
 		var fe *fieldError
 		if errors.As(e, &fe) {
-			out = append(out, keyError(key+fe.path, lines, fe.err))
+			out = append(out, keyError(key+fe.path, at, fe.err))
 		} else {
-			out = append(out, keyError(key, lines, e))
+			out = append(out, keyError(key, at, e))
 		}
 	}
 	return out
 }
 
-// annotateLines adds file lines to validation errors that name a key set in the file.
-func annotateLines(err error, lines map[string]int) error {
+// annotatePlaces adds where the value came from (a file line, an etcd key) to validation
+// errors that name a key.
+func annotatePlaces(err error, at places) error {
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) {
 		return err
@@ -206,26 +275,13 @@ func annotateLines(err error, lines map[string]int) error {
 	for _, e := range joined.Unwrap() {
 		var ke *KeyError
 		if errors.As(e, &ke) {
-			if line, ok := lineOf(lines, ke.Key); ok {
-				e = fmt.Errorf("line %d: %w", line, e)
+			if place, ok := at.of(ke.Key); ok {
+				e = fmt.Errorf("%s: %w", place, e)
 			}
 		}
 		out = append(out, e)
 	}
 	return errors.Join(out...)
-}
-
-// lineOf returns the line of key; for a key inside a list entry that the file leaves out
-// (a missing rules[0].name), the line of the entry.
-func lineOf(lines map[string]int, key string) (int, bool) {
-	if line, ok := lines[key]; ok {
-		return line, true
-	}
-	if i := strings.LastIndexByte(key, ']'); i >= 0 {
-		line, ok := lines[key[:i+1]]
-		return line, ok
-	}
-	return 0, false
 }
 
 // checkKeys walks the YAML document and refuses keys that are not settings, with the line
@@ -239,16 +295,7 @@ func checkKeys(data []byte, fs []field) (map[string]int, error) {
 	if len(doc.Content) == 0 { // empty file
 		return lines, nil
 	}
-	known := map[string]bool{}  // leaf keys
-	groups := map[string]bool{} // keys of sections
-	for _, f := range fs {
-		known[f.key] = true
-		for i := range f.key {
-			if f.key[i] == '.' {
-				groups[f.key[:i]] = true
-			}
-		}
-	}
+	known, groups := keySets(fs)
 	var errs []error
 	var walk func(n *yaml.Node, prefix string)
 	walk = func(n *yaml.Node, prefix string) {
@@ -271,7 +318,7 @@ func checkKeys(data []byte, fs []field) (map[string]int, error) {
 				walk(val, key+".")
 			default:
 				msg := fmt.Sprintf("line %d: unknown key %q", k.Line, key)
-				if near := nearest(key, fs); near != "" {
+				if near := nearest(key, keysOf(fs)); near != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", near)
 				}
 				errs = append(errs, errors.New(msg))
@@ -307,15 +354,78 @@ func fieldLines(lines map[string]int, prefix string, n *yaml.Node) {
 	}
 }
 
-// nearest returns the known key closest to key by edit distance, if close enough.
-func nearest(key string, fs []field) string {
-	best, bestD := "", 4
+// keySets returns the settable keys of fs and the keys of the sections that hold them.
+func keySets(fs []field) (known, groups map[string]bool) {
+	known, groups = map[string]bool{}, map[string]bool{}
 	for _, f := range fs {
-		if d := editDistance(key, f.key); d < bestD {
-			best, bestD = f.key, d
+		known[f.key] = true
+		for i := range f.key {
+			if f.key[i] == '.' {
+				groups[f.key[:i]] = true
+			}
+		}
+	}
+	return known, groups
+}
+
+func keysOf(fs []field) []string {
+	keys := make([]string, len(fs))
+	for i, f := range fs {
+		keys[i] = f.key
+	}
+	return keys
+}
+
+// nearest returns the name among known closest to name by edit distance, if close enough
+// to be a misspelling of it (a quarter of its length off, one for a short name, three at
+// most): a key of the file or etcd, or an environment variable.
+func nearest(name string, known []string) string {
+	best, bestD := "", min(3, max(1, len(name)/4))+1
+	for _, k := range known {
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
 		}
 	}
 	return best
+}
+
+// notSettings are the GATEKEEPER_ variables that are not settings but that the project
+// itself sets, so that a proxy started with one is not refused: the descriptor a
+// hand-over passes to the new process (handover.EnvFD), and the variables of
+// bench/overhead.sh, which the proxies it starts inherit.
+var notSettings = []string{
+	"GATEKEEPER_HANDOVER_FD",
+	"GATEKEEPER_BASELINE",
+	"GATEKEEPER_BASELINE_MODE",
+	"GATEKEEPER_BASELINE_ENV",
+}
+
+// checkEnv refuses every GATEKEEPER_ variable of environ (os.Environ) that sets no key, with
+// the nearest variable that does: a misspelt variable is a setting the operator believes in
+// and does not have.
+func checkEnv(environ []string, fs []field) error {
+	prefix := EnvPrefix + "_"
+	keyOf := map[string]string{} // by variable, less the prefix
+	var names []string
+	for _, f := range fs {
+		name := strings.TrimPrefix(EnvName(f.key), prefix)
+		keyOf[name] = f.key
+		names = append(names, name)
+	}
+	var errs []error
+	for _, kv := range slices.Sorted(slices.Values(environ)) {
+		name, _, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok || keyOf[rest] != "" || slices.Contains(notSettings, name) {
+			continue
+		}
+		if near := nearest(strings.ToUpper(rest), names); near != "" {
+			errs = append(errs, fmt.Errorf("%s: names no setting; did you mean %s (%s)?", name, prefix+near, keyOf[near]))
+		} else {
+			errs = append(errs, fmt.Errorf("%s: names no setting, and none is close: docs/configuration.md lists every setting; its variable is %s_ and the key in upper case, dots as underscores", name, EnvPrefix))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func editDistance(a, b string) int {

@@ -292,6 +292,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateRouting(bad, oneOf)
 	c.validateCache(bad, oneOf)
+	c.validateFleet(bad, readable, keyPair)
 	c.validateRules(bad, oneOf)
 	if c.Monitor.Interval < 100*time.Millisecond {
 		bad("monitor.interval", "must be at least 100ms, such as 1s")
@@ -515,6 +516,24 @@ func (a *AdminAuth) ReadToken() ([]byte, error) {
 	if path == "" {
 		return nil, nil
 	}
+	data, err := readSecretFile(path, "token")
+	if err != nil {
+		return nil, err
+	}
+	token := bytes.TrimSpace(data)
+	switch {
+	case len(token) < minTokenLength:
+		return nil, fmt.Errorf("%s holds %d characters; a token has at least %d: make one with `openssl rand -hex 32 > %s`",
+			path, len(token), minTokenLength, path)
+	case bytes.ContainsFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return nil, fmt.Errorf("%s holds white space or control characters inside the token; it holds the token alone, on one line", path)
+	}
+	return token, nil
+}
+
+// readSecretFile returns the first 4KiB of path, a regular file that only its owner may
+// read or write; what names the secret it holds in errors.
+func readSecretFile(path, what string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -528,19 +547,11 @@ func (a *AdminAuth) ReadToken() ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	if mode := fi.Mode().Perm(); mode&0o077 != 0 {
-		return nil, fmt.Errorf("mode %04o lets group or others read or write this token; chmod 600 %s", mode, path)
+		return nil, fmt.Errorf("mode %04o lets group or others read or write this %s; chmod 600 %s", mode, what, path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 4<<10))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	token := bytes.TrimSpace(data)
-	switch {
-	case len(token) < minTokenLength:
-		return nil, fmt.Errorf("%s holds %d characters; a token has at least %d: make one with `openssl rand -hex 32 > %s`",
-			path, len(token), minTokenLength, path)
-	case bytes.ContainsFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-		return nil, fmt.Errorf("%s holds white space or control characters inside the token; it holds the token alone, on one line", path)
-	}
-	return token, nil
+	return data, nil
 }
