@@ -145,7 +145,7 @@ func adminUnderTest(t *testing.T, cfg config.Config, aln net.Listener, log *slog
 		t.Fatal(err)
 	}
 	rl := &reloader{load: func() (config.Config, error) { return cfg, nil }, cur: cfg, srv: srv, costs: costs, log: log}
-	adminSrv, err := startAdmin(cfg, aln, srv, costs, rl, &handing{}, reg, make(chan struct{}), log)
+	adminSrv, err := startAdmin(cfg, aln, srv, costs, rl, &handing{}, fleetSource{}, reg, make(chan struct{}), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,6 +87,13 @@ type reloader struct {
 	accounts *accounts
 }
 
+// current returns the configuration in force.
+func (r *reloader) current() config.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
 func (r *reloader) admissionEnabled() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

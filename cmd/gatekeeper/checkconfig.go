@@ -27,11 +27,19 @@ func newCheckConfigCommand() *cobra.Command {
 			"takes credentials over plain HTTP.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(config.Sources{File: args[0]})
+			src := config.Sources{File: args[0]}
+			cfg, err := config.Load(src)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if err := checkShared(ctx, cfg, src, out); err != nil {
+				return err
+			}
 			if _, err := fmt.Fprintf(out, "%s: configuration is valid\n", args[0]); err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
+	"github.com/gatekeeperdb/gatekeeper/internal/fleet"
 	"github.com/gatekeeperdb/gatekeeper/internal/mdtable"
 	"github.com/gatekeeperdb/gatekeeper/internal/monitor"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
@@ -75,6 +76,7 @@ func metricsConfigs(t *testing.T) map[string]config.Config {
 	pooled.Backends.Replicas = []string{"127.0.0.1:1"} // reads are routed
 	pooled.Cache.Mode = config.CacheAuto
 	pooled.Failover.DurableAcks = config.DurableAcksReplica
+	pooled.Fleet.Etcd = []string{"127.0.0.1:1"}
 	cfgs := map[string]config.Config{"passthrough": pass, "pooled": pooled}
 	for name, c := range cfgs {
 		if err := c.Validate(); err != nil {
@@ -98,6 +100,9 @@ func exportedMetrics(t *testing.T, cfg config.Config) map[string]metricDoc {
 	registerMetrics(rec, costs, cfg.Estimator.MetricsTopTypes)
 	if _, err := wiring.Proxy(cfg, costs, log, rec); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Fleet.Enabled() {
+		fleet.NewMetrics(rec)
 	}
 	if cfg.Monitor.User != "" {
 		threads, err := monitor.New(cfg.Backends.Primary, cfg.Monitor.User, "", cfg.Monitor.Interval, log)

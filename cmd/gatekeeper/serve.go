@@ -45,8 +45,9 @@ func newServeCommand() *cobra.Command {
 	flags.String("primary", "", "primary backend host:port (backends.primary; default 127.0.0.1:3306)")
 	flags.StringArray("replica", nil, "replica backend host:port, repeatable (backends.replicas)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		shared := &sharedSettings{}
 		load := func() (config.Config, error) {
-			return config.Load(config.Sources{
+			return config.Load(shared.sources(config.Sources{
 				File:  file,
 				Flags: flags,
 				FlagKeys: map[string]string{
@@ -55,15 +56,15 @@ func newServeCommand() *cobra.Command {
 					"primary":      "backends.primary",
 					"replica":      "backends.replicas",
 				},
-			})
-		}
-		cfg, err := load()
-		if err != nil {
-			return err
+			}))
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		return serve(ctx, cfg, load, newLogger(cfg.Log))
+		cfg, err := loadWithFleet(ctx, load, shared)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, load, shared, newLogger(cfg.Log))
 	}
 	return cmd
 }
@@ -114,7 +115,8 @@ func registerThreadsRunning(reg prometheus.Registerer, threads *monitor.Poller) 
 // stopped in reverse: the estimates, the proxy, the listener, the monitor of the primary,
 // the replicas' monitors, the accounts, the admin listener; then the loop that serves,
 // reloads and saves, and the drain.
-func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), log *slog.Logger) error {
+func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), shared *sharedSettings,
+	log *slog.Logger) error {
 	_ = mysql.SetLogger(driverLogger{log})
 	loaded := cfg // what a reload compares with
 	cfg = findPrimary(ctx, cfg, log)
@@ -157,8 +159,12 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	}
 	h := &handing{cfg: cfg, srv: srv, est: est, log: log, ln: ln, aln: aln, serveErr: make(chan error, 1),
 		requests: make(chan handoverRequest), usr2: usr2, results: map[string]int{}}
+	member, err := startFleet(&bg, cfg, srv, rl, shared, reg, log)
+	if err != nil {
+		return err
+	}
 	draining := make(chan struct{}) // closed when the drain begins: no longer ready
-	adminSrv, err := startAdmin(cfg, aln, srv, est.costs, rl, h, reg, draining, log)
+	adminSrv, err := startAdmin(cfg, aln, srv, est.costs, rl, h, fleetSource{member}, reg, draining, log)
 	if err != nil {
 		return err
 	}
@@ -340,7 +346,7 @@ func startAccounts(bg *background, cfg config.Config, srv *proxy.Server, rl *rel
 // admin.listen is empty, behind admin.auth and on HTTPS with admin.tls; it is no longer
 // ready once draining is closed.
 func startAdmin(cfg config.Config, aln net.Listener, srv *proxy.Server, costs *estimator.Table, rl *reloader, h *handing,
-	reg *prometheus.Registry, draining <-chan struct{}, log *slog.Logger) (*http.Server, error) {
+	fl fleetSource, reg *prometheus.Registry, draining <-chan struct{}, log *slog.Logger) (*http.Server, error) {
 	if aln == nil {
 		return nil, nil
 	}
@@ -376,6 +382,7 @@ func startAdmin(cfg config.Config, aln net.Listener, srv *proxy.Server, costs *e
 		Backends: sessionsSource{srv: srv, primary: cfg.Backends.Primary},
 		Cache:    cacheSource{srv: srv},
 		Rules:    rulesSource{srv: srv},
+		Fleet:    fl,
 		Reload:   rl.reload,
 		Handover: h.request,
 		Writes:   writesSource{srv: srv},

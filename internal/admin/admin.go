@@ -63,6 +63,15 @@ type Rules interface {
 	Rules() RulesResponse
 }
 
+// Fleet is the source of GET /api/v1/fleet.
+type Fleet interface {
+	// Fleet returns the member's view of the fleet, as JSON; ok is false without a fleet.
+	Fleet() (v any, ok bool)
+}
+
+// FleetOff is the reason GET /api/v1/fleet gives, with 404, when the proxy is alone.
+const FleetOff = "this proxy is not in a fleet: set fleet.etcd to the fleet's etcd endpoints and restart (docs/fleet.md)"
+
 // Writes is the source of the topology and of the pause of writes for a switchover.
 type Writes interface {
 	// Topology returns the servers' roles and the state of writes, as JSON.
@@ -92,6 +101,7 @@ type Sources struct {
 	Backends Backends
 	Cache    Cache
 	Rules    Rules
+	Fleet    Fleet
 	// Reload re-reads the configuration and applies what can change at runtime; without
 	// it /-/reload answers 404.
 	Reload func() error
@@ -121,6 +131,8 @@ type Sources struct {
 //	GET  /api/v1/cache           the result cache and what it did per type (CacheResponse);
 //	                             404 with CacheOff while it is off
 //	GET  /api/v1/rules           the query rules and their counts (RulesResponse)
+//	GET  /api/v1/fleet           the fleet: members, shares, demand, etcd, the shared
+//	                             configuration; 404 with FleetOff when alone
 //	POST /-/reload               re-read the configuration (as SIGHUP does)
 //	POST /-/handover             hand over to a new process (as SIGUSR2 does); 200 once it
 //	                             serves (HandoverResponse), 409 when it refused, 503 otherwise
@@ -191,6 +203,16 @@ func Handler(src Sources) http.Handler {
 				return
 			}
 			writeJSON(w, c)
+		})
+	}
+	if src.Fleet != nil {
+		mux.HandleFunc("GET /api/v1/fleet", func(w http.ResponseWriter, r *http.Request) {
+			v, ok := src.Fleet.Fleet()
+			if !ok {
+				writeError(w, http.StatusNotFound, FleetOff)
+				return
+			}
+			writeJSON(w, v)
 		})
 	}
 	if src.Rules != nil {

@@ -23,6 +23,9 @@ type Controller struct {
 	adjuster adjuster
 	gate     gate
 	stats    Counters
+	// following: the capacity is a share that a fleet of proxies gives (see Share); the
+	// adaptive capacity holds it.
+	following bool
 }
 
 // Counters count what happened to units since start.
@@ -369,7 +372,7 @@ func (c *Controller) Tick(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expire(now)
-	if c.cfg.Auto.Enabled {
+	if c.cfg.Auto.Enabled && !c.following {
 		before := c.granter.capacity
 		ended := c.check(now)
 		c.adapt(now)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"regexp"
@@ -26,6 +27,7 @@ import (
 	"github.com/gatekeeperdb/gatekeeper/internal/cache"
 	"github.com/gatekeeperdb/gatekeeper/internal/config"
 	"github.com/gatekeeperdb/gatekeeper/internal/estimator"
+	"github.com/gatekeeperdb/gatekeeper/internal/fleet"
 	"github.com/gatekeeperdb/gatekeeper/internal/proxy"
 	"github.com/gatekeeperdb/gatekeeper/internal/replicas"
 	"github.com/gatekeeperdb/gatekeeper/internal/routing"
@@ -288,23 +290,8 @@ func BackendTLS(c config.BackendTLS) (*backend.TLSPolicy, error) {
 		return p, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("backends.tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("backends.tls.ca_file: no certificate found in %s", c.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("backends.tls.cert_file: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
+	if err := clientTLS(cfg, "backends.tls", c.CAFile, c.CertFile, c.KeyFile); err != nil {
+		return nil, err
 	}
 	switch c.Mode {
 	case config.TLSPreferred, config.TLSRequired:
@@ -331,4 +318,55 @@ func verifyChain(cfg *tls.Config) func(tls.ConnectionState) error {
 		_, err := cs.PeerCertificates[0].Verify(opts)
 		return err
 	}
+}
+
+// clientTLS loads into cfg the CA bundle and the client certificate a section names (each
+// optional); errors name the section's keys.
+func clientTLS(cfg *tls.Config, section, caFile, certFile, keyFile string) error {
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return fmt.Errorf("%s.ca_file: %w", section, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%s.ca_file: no certificate found in %s", section, caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return fmt.Errorf("%s.cert_file: %w", section, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return nil
+}
+
+// Fleet turns fleet.* into the member's settings; listen names the member when fleet.name
+// does not: the host name and the listen port.
+func Fleet(c config.Fleet, listen string) (fleet.Config, error) {
+	out := fleet.Config{Endpoints: c.Etcd, Prefix: c.Prefix, Name: c.Name, Interval: c.Interval,
+		LeaseTTL: c.LeaseTTL, DialTimeout: c.DialTimeout, Username: c.User}
+	if out.Name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return out, fmt.Errorf("fleet.name: the host name to name this member by: %w; set fleet.name", err)
+		}
+		_, port, _ := net.SplitHostPort(listen)
+		out.Name = host + ":" + port
+	}
+	pw, err := c.ReadPassword()
+	if err != nil {
+		return out, fmt.Errorf("fleet.password_file: %w", err)
+	}
+	out.Password = string(pw)
+	if c.TLS.Enabled() {
+		out.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		if err := clientTLS(out.TLS, "fleet.tls", c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }

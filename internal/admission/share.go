@@ -1,0 +1,58 @@
+package admission
+
+import "time"
+
+// A controller in a fleet of proxies admits a share of the database's capacity, which the
+// fleet sets from outside (internal/fleet): the members' shares add up to the capacity the
+// fleet found, so that together they admit no more than one controller alone would. One
+// member, the adjuster, runs its adaptive capacity on its own share; the others follow.
+
+// Demand returns what the controller asks of its backend now: the expected cost of the
+// units running and of those waiting for capacity (blocked units wait for the session
+// gate, not for capacity, and are left out).
+func (c *Controller) Demand() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.granter.load
+	for _, t := range c.queue.order.items {
+		d += t.req.Cost
+	}
+	for _, t := range c.queue.parked.items {
+		d += t.req.Cost
+	}
+	return d
+}
+
+// Capacity returns the capacity in force.
+func (c *Controller) Capacity() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.granter.capacity
+}
+
+// Share sets the capacity in force to capacity, the controller's share of the fleet's, and
+// says whether its adaptive capacity goes on adapting from there (adapt: this member
+// adjusts the fleet's capacity) or holds it until the next Share (a follower). A solo
+// check under way ends. Units that fit now are admitted. Share with adapt true and the
+// capacity the controller has is the way back to adapting alone.
+func (c *Controller) Share(capacity time.Duration, adapt bool) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !adapt && c.adjuster.checking {
+		c.adjuster.endCheck(now, c.reading())
+	}
+	c.following = !adapt
+	if capacity > 0 && capacity != c.granter.capacity {
+		c.granter.setCapacity(capacity)
+	}
+	c.adjusted()
+	c.dispatch(now)
+}
+
+// Following tells whether the controller holds a capacity the fleet gave it.
+func (c *Controller) Following() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.following
+}
