@@ -20,6 +20,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/gatekeeperdb/gatekeeper/deploy"
+	"github.com/gatekeeperdb/gatekeeper/internal/fleet/etcdtest"
 )
 
 // offInTest lists the dashboard and alert selectors that select nothing in this test, with
@@ -49,6 +50,7 @@ func TestPrometheusEvaluatesDashboardAndAlerts(t *testing.T) {
 	}
 
 	dir := t.TempDir()
+	etcd := etcdtest.Start(t) // the pooled proxy is a fleet of one, for the fleet's series
 	passthrough := startScraped(t, dir, "passthrough", `
 mode: passthrough
 client:
@@ -64,6 +66,9 @@ pools:
   wait_timeout: 2s
 cache:
   mode: rules # no rule asks for a result: the cache's series exist, and the load runs as without it
+fleet:
+  etcd: [`+etcd.Endpoint+`]
+  prefix: /prometheus-test/
 `)
 
 	promAddr := freeAddr(t)
