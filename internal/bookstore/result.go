@@ -350,6 +350,7 @@ type jsonBurst struct {
 
 type jsonConfig struct {
 	DSN               string     `json:"dsn"`
+	DSNs              []string   `json:"dsns,omitempty"`
 	Mix               string     `json:"mix"`
 	Clients           int        `json:"clients"`
 	Think             string     `json:"think"`
@@ -385,6 +386,9 @@ func (r *Result) WriteJSON(w io.Writer) error {
 		ElapsedSeconds: r.Elapsed.Seconds(),
 		Total:          r.Total.json(0),
 		Errors:         r.Errors,
+	}
+	for _, dsn := range c.DSNs {
+		out.Config.DSNs = append(out.Config.DSNs, redactDSN(dsn))
 	}
 	if c.Burst != nil {
 		out.Config.Burst = &jsonBurst{HighFactor: c.Burst.HighFactor, MeanHigh: c.Burst.MeanHigh.String(), MeanLow: c.Burst.MeanLow.String()}
@@ -468,8 +472,12 @@ func msText(d time.Duration) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// redactDSN returns dsn without its password.
+// redactDSN returns dsn without its password, and an empty dsn (Config.DSNs given
+// instead) as it is.
 func redactDSN(dsn string) string {
+	if dsn == "" {
+		return ""
+	}
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return "(unparsable DSN)"

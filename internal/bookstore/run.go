@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,11 @@ type Config struct {
 	// directly or through gatekeeper. Run turns on interpolateParams, so that every
 	// statement reaches the server as text, its tag comment first.
 	DSN string
+	// DSNs, when set instead of DSN, spread the load over several servers (a fleet of
+	// proxies in front of one database): closed-loop client i connects to DSNs[i%len],
+	// and open-loop arrivals take them in turn. The bookstore's figures are read through
+	// the first.
+	DSNs []string
 	// Mix is "browsing", "shopping" or "ordering", or weights of one's own (see
 	// MixByName). Empty means "shopping".
 	Mix string
@@ -118,8 +124,13 @@ func (cfg Config) Validate() error {
 
 // withDefaults returns cfg with its zero fields filled in and checks it.
 func (cfg Config) withDefaults() (Config, error) {
-	if cfg.DSN == "" {
+	switch {
+	case cfg.DSN == "" && len(cfg.DSNs) == 0:
 		return cfg, errors.New("no DSN; give one like user:password@tcp(127.0.0.1:3306)/bookstore")
+	case cfg.DSN != "" && len(cfg.DSNs) > 0:
+		return cfg, errors.New("both DSN and DSNs; give one of them")
+	case slices.Contains(cfg.DSNs, ""):
+		return cfg, errors.New("an empty DSN in DSNs")
 	}
 	if cfg.Mix == "" {
 		cfg.Mix = DefaultMix
@@ -170,6 +181,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
+// dsns are where the clients connect: DSNs, or DSN alone.
+func (cfg Config) dsns() []string {
+	if len(cfg.DSNs) > 0 {
+		return cfg.DSNs
+	}
+	return []string{cfg.DSN}
+}
+
 // openDB opens a pool of at most conns connections on dsn, with interpolateParams on.
 func openDB(dsn string, conns int) (*sql.DB, error) {
 	mc, err := mysql.ParseDSN(dsn)
@@ -187,8 +206,8 @@ func openDB(dsn string, conns int) (*sql.DB, error) {
 	return db, nil
 }
 
-// Run emulates customers of the bookstore loaded in cfg.DSN's database for
-// cfg.Warmup+cfg.Duration and returns what it measured in cfg.Duration.
+// Run emulates customers of the bookstore loaded in cfg.DSN's (or cfg.DSNs') database
+// for cfg.Warmup+cfg.Duration and returns what it measured in cfg.Duration.
 //
 // An interaction counts in the measured period when it starts in it (for the open
 // loop: when it arrives in it); the interactions under way when the period ends are
@@ -206,12 +225,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(cfg.DSN, cfg.Clients)
-	if err != nil {
-		return nil, err
+	dbs := make([]*sql.DB, 0, len(cfg.dsns()))
+	defer func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+	}()
+	for _, dsn := range cfg.dsns() {
+		db, err := openDB(dsn, cfg.Clients)
+		if err != nil {
+			return nil, err
+		}
+		dbs = append(dbs, db)
 	}
-	defer db.Close()
-	st, err := readStore(ctx, db, cfg.BestSellersWindow, cfg.RelatedWindow)
+	st, err := readStore(ctx, dbs[0], cfg.BestSellersWindow, cfg.RelatedWindow)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +246,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for in, d := range cfg.SLO {
 		slo[in] = d
 	}
-	r := &runner{cfg: cfg, db: db, st: st, pick: pick, slo: slo}
+	r := &runner{cfg: cfg, dbs: dbs, st: st, pick: pick, slo: slo}
 	r.start = time.Now()
 	r.measureFrom = r.start.Add(cfg.Warmup)
 	r.measureTo = r.measureFrom.Add(cfg.Duration)
@@ -251,8 +278,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // runner is one run.
 type runner struct {
-	cfg  Config
-	db   *sql.DB
+	cfg Config
+	// dbs are the pools of cfg's DSNs, in their order.
+	dbs  []*sql.DB
 	st   *store
 	pick picker
 	slo  [numInteractions]time.Duration
@@ -312,13 +340,17 @@ func (r *runner) watch(ctx context.Context, done <-chan struct{}) <-chan struct{
 	return stop
 }
 
-// interact runs one interaction of s, bounded by the timeout, and returns how it ended.
-// The interaction is not cancelled with the run: it is waited for.
-func (r *runner) interact(ctx context.Context, s *session, in Interaction) (outcome, error) {
+// db is the pool that closed-loop client i, or the open loop's arrival i, connects to.
+func (r *runner) db(i int) *sql.DB { return r.dbs[i%len(r.dbs)] }
+
+// interact runs one interaction of s, on a connection from db when s has none, bounded by
+// the timeout, and returns how it ended. The interaction is not cancelled with the run: it
+// is waited for.
+func (r *runner) interact(ctx context.Context, db *sql.DB, s *session, in Interaction) (outcome, error) {
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
 	defer cancel()
 	if s.conn == nil {
-		conn, err := r.db.Conn(ictx)
+		conn, err := db.Conn(ictx)
 		if err != nil {
 			return r.outcome(ictx, err), err
 		}
@@ -365,6 +397,7 @@ const maxThinkFactor = 10
 // stop is closed.
 func (r *runner) client(ctx context.Context, id int, rec *recorder, stop <-chan struct{}) {
 	rng := r.rand(id)
+	db := r.db(id)
 	s := newSession(r.st, rng, id)
 	defer s.discard()
 	timer := time.NewTimer(0)
@@ -388,7 +421,7 @@ func (r *runner) client(ctx context.Context, id int, rec *recorder, stop <-chan 
 		}
 		in := r.pick.pick(rng)
 		begin := time.Now()
-		o, err := r.interact(ctx, s, in)
+		o, err := r.interact(ctx, db, s, in)
 		d := time.Since(begin)
 		rec.inSecond(r, in, begin, d, o)
 		if !begin.Before(r.measureFrom) && begin.Before(r.measureTo) {
@@ -397,10 +430,11 @@ func (r *runner) client(ctx context.Context, id int, rec *recorder, stop <-chan 
 	}
 }
 
-// job is an open-loop arrival.
+// job is an open-loop arrival, to run on db.
 type job struct {
 	in      Interaction
 	arrival time.Time
+	db      *sql.DB
 }
 
 // openLoop lets interactions arrive at cfg.Rate until the measured period ends, each
@@ -429,7 +463,7 @@ func (r *runner) openLoop(ctx context.Context) ([]*recorder, error) {
 			s := newSession(r.st, r.rand(i), i)
 			for j := range jobs {
 				s.reset()
-				o, err := r.interact(ctx, s, j.in)
+				o, err := r.interact(ctx, j.db, s, j.in)
 				s.release()
 				outstanding.Add(-1)
 				d := time.Since(j.arrival)
@@ -443,6 +477,7 @@ func (r *runner) openLoop(ctx context.Context) ([]*recorder, error) {
 
 	timer := time.NewTimer(0)
 	<-timer.C
+	dispatched := 0
 loop:
 	for {
 		at := r.start.Add(arr.next())
@@ -463,7 +498,8 @@ loop:
 			continue
 		}
 		outstanding.Add(1)
-		jobs <- job{in: in, arrival: at}
+		jobs <- job{in: in, arrival: at, db: r.db(dispatched)}
+		dispatched++
 	}
 	timer.Stop()
 	close(jobs)

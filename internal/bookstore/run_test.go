@@ -46,6 +46,8 @@ func TestConfigErrors(t *testing.T) {
 		{"negative think", Config{DSN: "x", Think: -time.Second}, "cannot be negative"},
 		{"negative rate", Config{DSN: "x", Rate: -1}, "rate is -1"},
 		{"burst without rate", Config{DSN: "x", Burst: burst}, "needs the open loop"},
+		{"DSN and DSNs", Config{DSN: "x", DSNs: []string{"y"}}, "both DSN and DSNs"},
+		{"empty DSN in DSNs", Config{DSNs: []string{"x", ""}}, "an empty DSN"},
 		{"burst too high", Config{DSN: "x", Rate: 10, Burst: &Burst{HighFactor: 3, MeanHigh: time.Second, MeanLow: time.Second}}, "at most 2"},
 		{"bad SLO", Config{DSN: "x", SLO: map[Interaction]time.Duration{Home: -1}}, "SLO for home"},
 		{"SLO of no class", Config{DSN: "x", SLO: map[Interaction]time.Duration{20: time.Second}}, "one of the 14"},
@@ -58,4 +60,23 @@ func TestConfigErrors(t *testing.T) {
 	}
 	_, err := Config{DSN: "x", Rate: 10, Burst: burst}.withDefaults()
 	assert.NoError(t, err)
+}
+
+// Client i connects to DSNs[i%len(DSNs)]: the clients split evenly over a fleet.
+func TestClientsSplitOverTheDSNs(t *testing.T) {
+	cfg, err := Config{DSNs: []string{"u:p@tcp(h:1)/db", "u:p@tcp(h:2)/db", "u:p@tcp(h:3)/db"}}.withDefaults()
+	require.NoError(t, err)
+	r := &runner{cfg: cfg}
+	for _, dsn := range cfg.dsns() {
+		db, err := openDB(dsn, 1)
+		require.NoError(t, err)
+		defer db.Close()
+		r.dbs = append(r.dbs, db)
+	}
+	for i, want := range []int{0, 1, 2, 0, 1, 2, 0} {
+		assert.Same(t, r.dbs[want], r.db(i), "client %d", i)
+	}
+	one, err := Config{DSN: "u:p@tcp(h:1)/db"}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"u:p@tcp(h:1)/db"}, one.dsns(), "DSN alone is a fleet of one")
 }

@@ -33,7 +33,9 @@ type cpuSample struct {
 
 // cpuMeter samples the processor time of the machine and of the processes of a run.
 type cpuMeter struct {
-	dbPID, proxyPID int // 0: not known
+	dbPID int // 0: not known
+	// proxyPIDs are the run's proxies, whose times add up to the proxy's share.
+	proxyPIDs []int
 }
 
 // takeSample reads the machine's totals from /proc/stat and each process's user and system
@@ -45,8 +47,11 @@ func (m cpuMeter) takeSample() cpuSample {
 	if m.dbPID > 0 {
 		s.db, s.dbOK = processTicks(m.dbPID)
 	}
-	if m.proxyPID > 0 {
-		s.proxy, s.proxyOK = processTicks(m.proxyPID)
+	s.proxyOK = len(m.proxyPIDs) > 0
+	for _, pid := range m.proxyPIDs {
+		ticks, ok := processTicks(pid)
+		s.proxy += ticks
+		s.proxyOK = s.proxyOK && ok
 	}
 	return s
 }

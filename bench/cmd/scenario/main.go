@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -63,6 +64,8 @@ type options struct {
 	dbPID int
 	// replicas are where the routed-N modes send reads, the first N of them.
 	replicas []string
+	// etcd is the client endpoint (host:port) of the etcd server of the +fleet modes.
+	etcd string
 }
 
 func main() {
@@ -120,12 +123,13 @@ func parseFlags(args []string) (options, error) {
 	var modes, clients, replicas, builds string
 	fs.StringVar(&o.primary, "primary", os.Getenv("GK_PRIMARY"), "the MariaDB primary, host:port (default $GK_PRIMARY)")
 	fs.StringVar(&replicas, "replicas", os.Getenv("GK_REPLICAS"), "replicas of the primary, host:port separated by commas, for the routed-N modes (default $GK_REPLICAS)")
+	fs.StringVar(&o.etcd, "etcd", "", "the client endpoint, host:port, of the etcd server that the proxies of the +fleet modes coordinate through (fleet.etcd), each run under a key prefix of its own (fleet.prefix); required with a +fleet mode")
 	fs.StringVar(&o.user, "user", envOr("GK_USER", "gk"), "database user (default $GK_USER)")
 	fs.StringVar(&o.password, "password", envOr("GK_PASSWORD", "gk"), "its password (default $GK_PASSWORD)")
 	fs.StringVar(&o.database, "database", "bookstore", "database to load the bookstore into")
 	fs.StringVar(&o.gatekeeper, "gatekeeper", "bin/gatekeeper", "the gatekeeper binary (make build)")
 	fs.StringVar(&builds, "builds", "", "other gatekeeper binaries, as NAME=PATH separated by commas, for the modes that end in :NAME (as in sjf@auto:new), so that two builds run in the same rounds")
-	fs.StringVar(&modes, "modes", "direct,passthrough,fifo,sjf,sjf-aging-5,sjf-aging-1", "modes to compare; an admission mode may take its own capacity, as in fifo@360ms, or adapt it, as in sjf@auto")
+	fs.StringVar(&modes, "modes", "direct,passthrough,fifo,sjf,sjf-aging-5,sjf-aging-1", "modes to compare; an admission mode may take its own capacity, as in fifo@360ms, or adapt it, as in sjf@auto; a proxy mode may run N gatekeeper processes alike, each with its own ports and directory, with *N before any + suffix, client i connecting to proxy i mod N (open loop: the arrivals in turn), as in 'sjf@auto*3' (quoted for the shell), and have them share their capacity through the etcd of --etcd with +fleet, the last suffix, as in 'sjf@auto*3+fleet'")
 	fs.StringVar(&clients, "clients", "10,20,40,80", "closed-loop client counts")
 	fs.DurationVar(&o.think, "think", 100*time.Millisecond, "mean think time of a closed-loop client")
 	fs.DurationVar(&o.duration, "duration", 45*time.Second, "measured period of a run")
@@ -188,6 +192,14 @@ func parseFlags(args []string) (options, error) {
 		}
 		if m.Replicas > len(o.replicas) {
 			return o, fmt.Errorf("--modes: %s routes reads to %d replicas, and --replicas (or GK_REPLICAS) names %d", m.Name, m.Replicas, len(o.replicas))
+		}
+		if m.Fleet && o.etcd == "" {
+			return o, fmt.Errorf("--modes: %s coordinates its proxies through etcd: --etcd is required with a +fleet mode; give an etcd server's client endpoint, as in --etcd 127.0.0.1:22379 (bench/fleet.sh starts one)", m.Name)
+		}
+	}
+	if o.etcd != "" {
+		if _, _, err := net.SplitHostPort(o.etcd); err != nil {
+			return o, fmt.Errorf("--etcd: %q: give host:port, as in 127.0.0.1:22379", o.etcd)
 		}
 	}
 	if err := o.assignReserve(); err != nil {
@@ -268,7 +280,18 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		o.modes = modes
-		return writePlots(o, medians(runs))
+		if err := writePlots(o, medians(runs)); err != nil {
+			return err
+		}
+		err = readCapacityCSV(filepath.Join(o.out, "capacity.csv"), runs)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // no mode adapted its capacity
+		}
+		if err != nil {
+			return err
+		}
+		_, err = writeCapacityPlots(o, runs)
+		return err
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
@@ -299,7 +322,7 @@ func run(ctx context.Context, o options) error {
 	settings := proxySettings{Binary: o.gatekeeper, Builds: o.builds, Primary: o.primary, Replicas: o.replicas,
 		User: o.user, Password: o.password, Capacity: o.capacity,
 		QueueTimeout: o.queueTimeout, Reserve: o.reserve, Weight: o.weight, TypeKey: o.typeKey,
-		BackendCPUs: o.backendCPUs, CacheConfig: o.cacheConfig, Dir: dir, KeepState: o.keepState}
+		BackendCPUs: o.backendCPUs, CacheConfig: o.cacheConfig, Dir: dir, KeepState: o.keepState, Etcd: o.etcd}
 	if o.capacity == 0 {
 		if err := calibrateModes(ctx, o, settings, o.modes); err != nil {
 			return err
@@ -462,7 +485,20 @@ func (o options) workload() bookstore.Config {
 	return bookstore.Config{Mix: o.mix, Think: o.think, Duration: o.duration, Timeout: o.timeout, Seed: o.seed}
 }
 
-// measure runs one mode: the proxy (if any) is started fresh, warmed up, and measured.
+// connect points cfg's clients at addrs: one server, or a fleet of proxies that the
+// clients are dealt to in turn, client i to addrs[i%len(addrs)].
+func (o options) connect(cfg *bookstore.Config, addrs []string) {
+	if len(addrs) == 1 {
+		cfg.DSN, cfg.DSNs = o.dsn(addrs[0]), nil
+		return
+	}
+	cfg.DSN, cfg.DSNs = "", make([]string, len(addrs))
+	for i, a := range addrs {
+		cfg.DSNs[i] = o.dsn(a)
+	}
+}
+
+// measure runs one mode: the proxies (if any) are started fresh, warmed up, and measured.
 func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookstore.Config) (runResult, error) {
 	r := runResult{Mode: m.Name, Clients: cfg.Clients, Rate: cfg.Rate}
 	if o.reload {
@@ -472,24 +508,24 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 			return r, err
 		}
 	}
-	addr := o.primary
-	var p *proxyProcess
+	addrs := []string{o.primary}
+	var proxies proxyGroup
 	if m.Proxy {
+		if m.Fleet {
+			s.FleetPrefix = fleetPrefix(time.Now())
+		}
 		var err error
-		if p, err = startProxy(ctx, m, s); err != nil {
+		if proxies, err = startProxies(ctx, m, s); err != nil {
 			return r, err
 		}
-		defer p.stop()
-		addr = p.Listen
+		defer proxies.stop()
+		addrs = proxies.listens()
 	}
-	cfg.DSN = o.dsn(addr)
+	o.connect(&cfg, addrs)
 	// One run: the warm-up and then the measured period, metered from its start. The
 	// clients carry on into it, so it does not start with every client at once.
 	cfg.Warmup = o.warmup
-	meter := cpuMeter{dbPID: o.dbPID}
-	if p != nil {
-		meter.proxyPID = p.cmd.Process.Pid
-	}
+	meter := cpuMeter{dbPID: o.dbPID, proxyPIDs: proxies.pids()}
 	var before busy
 	var beforeErr error
 	var cpu <-chan cpuUse
@@ -497,11 +533,11 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 	var measuring atomic.Int64 // when the measured period began, in Unix nanoseconds
 	var trace <-chan []capacitySample
 	if m.Auto {
-		trace = traceCapacity(p.Admin, &measuring, cfg.Duration, stop)
+		trace = traceCapacity(proxies.admins(), &measuring, cfg.Duration, stop)
 	}
 	cfg.OnMeasure = func() {
-		if p != nil {
-			before, beforeErr = p.types()
+		if proxies != nil {
+			before, beforeErr = proxies.types()
 		}
 		measuring.Store(time.Now().UnixNano())
 		cpu = meterPeriod(meter, cfg.Duration, stop)
@@ -515,13 +551,16 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 	r.CPU = <-cpu
 	if trace != nil {
 		r.Capacity = <-trace
+		if f, ok := figuresOf(r.Capacity); ok && len(proxies) > 1 {
+			fmt.Fprintf(os.Stderr, "%-14s %s\n", m.Name, f.summary())
+		}
 	}
 	if beforeErr != nil {
 		return r, beforeErr
 	}
 	var after busy
-	if p != nil {
-		if after, err = p.types(); err != nil {
+	if proxies != nil {
+		if after, err = proxies.types(); err != nil {
 			return r, err
 		}
 	}
@@ -529,14 +568,20 @@ func measure(ctx context.Context, o options, s proxySettings, m mode, cfg bookst
 	for _, c := range r.Result.Classes {
 		r.ExecMS[c.Name] = execMS(before, after, c.Name, c.Completed+c.Failed+c.TimedOut)
 	}
-	if m.Cache {
-		if line, err := p.cacheSummary(); err == nil {
-			fmt.Fprintf(os.Stderr, "%-14s %s (warm-up included)\n", m.Name, line)
+	for i, p := range proxies {
+		name := m.Name
+		if len(proxies) > 1 {
+			name = fmt.Sprintf("%s %d", m.Name, i+1)
 		}
-	}
-	if m.Replicas > 0 {
-		if share, n, err := p.replicaShare(o.primary); err == nil {
-			fmt.Fprintf(os.Stderr, "%-14s %.1f%% of %d reads on replicas (warm-up included)\n", m.Name, 100*share, n)
+		if m.Cache {
+			if line, err := p.cacheSummary(); err == nil {
+				fmt.Fprintf(os.Stderr, "%-14s %s (warm-up included)\n", name, line)
+			}
+		}
+		if m.Replicas > 0 {
+			if share, n, err := p.replicaShare(o.primary); err == nil {
+				fmt.Fprintf(os.Stderr, "%-14s %.1f%% of %d reads on replicas (warm-up included)\n", name, 100*share, n)
+			}
 		}
 	}
 	return r, ctx.Err()

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,6 +53,20 @@ type mode struct {
 	// Build names the gatekeeper binary of --builds the mode runs, as in sjf@auto:new
 	// (empty: --gatekeeper's), so that two builds run in the same rounds.
 	Build string
+	// Proxies is the number of gatekeeper processes, each configured alike, that the
+	// clients are split over, as in sjf@auto*3 (0: one).
+	Proxies int
+	// Fleet: the proxies coordinate their capacity through the etcd server of --etcd (the
+	// fleet: section), as in sjf@auto*3+fleet.
+	Fleet bool
+}
+
+// proxies is the number of gatekeeper processes m runs: 0 for direct.
+func (m mode) proxies() int {
+	if !m.Proxy {
+		return 0
+	}
+	return max(m.Proxies, 1)
 }
 
 // admissionModes names the admission modes parseModes knows, for its errors.
@@ -60,12 +75,13 @@ const admissionModes = "fifo, sjf, sjf-aging-X, sjf-last-call-D"
 // parseModes reads a comma-separated list: direct, passthrough, pooled, routed-N, fifo, sjf,
 // sjf-aging-X, sjf-last-call-D; an admission mode runs in pooled mode with +pooled, and any
 // proxy mode with the result cache (in pooled mode) with +cache, as in sjf@80ms+pooled+cache;
-// an
-// admission mode may name its own capacity after @, as in fifo@360ms, or adapt it, as in
+// an admission mode may name its own capacity after @, as in fifo@360ms, or adapt it, as in
 // sjf@auto, towards a stretch target of its own, as in sjf@auto-2, under the rules of
 // earlier releases, as in sjf@auto-rules or sjf@auto-rules-2, and take the reserve
-// with +reserve; any proxy mode may end in :NAME to run the build of --builds called NAME,
-// as in sjf@auto:new.
+// with +reserve; any proxy mode may run N proxies with *N before the suffixes, as in
+// sjf@auto*3, coordinated through etcd with +fleet, the last suffix, as in
+// sjf@auto*3+fleet; any proxy mode may end in :NAME to run the build of --builds called
+// NAME, as in sjf@auto:new.
 func parseModes(s string) ([]mode, error) {
 	var out []mode
 	seen := map[string]bool{}
@@ -80,11 +96,20 @@ func parseModes(s string) ([]mode, error) {
 		seen[name] = true
 		m := mode{Name: name}
 		name, m.Build, _ = strings.Cut(name, ":")
+		name, m.Fleet = strings.CutSuffix(name, "+fleet")
 		name, m.Cache = strings.CutSuffix(name, "+cache")
 		name, pooled := strings.CutSuffix(name, "+pooled")
 		name, m.Reserve = strings.CutSuffix(name, "+reserve")
 		if strings.Contains(name, "+") {
-			return nil, fmt.Errorf("--modes: %s: the suffixes are +reserve, +pooled and +cache, once each and in that order, at the end, as in sjf@80ms+reserve or sjf@80ms+pooled+cache", m.Name)
+			return nil, fmt.Errorf("--modes: %s: the suffixes are +reserve, +pooled, +cache and +fleet, once each and in that order, at the end, as in sjf@80ms+reserve or sjf@80ms*2+pooled+cache", m.Name)
+		}
+		name, count, many := strings.Cut(name, "*")
+		if many {
+			n, err := strconv.Atoi(count)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("--modes: %s: the number of proxies after * must be a positive whole number, before any + suffix, as in sjf@auto*3", m.Name)
+			}
+			m.Proxies = n
 		}
 		base, capacity, withCapacity := strings.Cut(name, "@")
 		if target, ok := strings.CutPrefix(capacity, "auto"); withCapacity && ok {
@@ -151,6 +176,9 @@ func parseModes(s string) ([]mode, error) {
 		if m.Build != "" && !m.Proxy {
 			return nil, fmt.Errorf("--modes: %s: direct runs no gatekeeper build", m.Name)
 		}
+		if (m.Proxies > 0 || m.Fleet) && !m.Proxy {
+			return nil, fmt.Errorf("--modes: %s: direct runs no proxy: *N and +fleet go with a proxy mode, as in sjf@auto*3+fleet", m.Name)
+		}
 		out = append(out, m)
 	}
 	if len(out) == 0 {
@@ -203,6 +231,10 @@ type proxySettings struct {
 	Dir         string
 	// KeepState gives the modes with capacity auto a state file in Dir, kept across cells.
 	KeepState bool
+	// Etcd is the client endpoint (host:port) of the etcd server the +fleet modes'
+	// proxies coordinate through, under FleetPrefix: a key prefix of the run's own, so
+	// that no run sees the members of the runs before it.
+	Etcd, FleetPrefix string
 }
 
 // typeKey is the proxy's classify.type_key.
@@ -220,13 +252,30 @@ type proxyProcess struct {
 	logPath       string
 }
 
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freePorts returns n distinct loopback addresses free now: each is held until all are
+// chosen, so that none is handed out twice.
+func freePorts(n int) ([]string, error) {
+	held := make([]net.Listener, 0, n)
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	out := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, ln)
+		out = append(out, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return out, nil
+}
+
+// fleetPrefix is a key prefix for one run's fleet, unique to this process and moment.
+func fleetPrefix(now time.Time) string {
+	return fmt.Sprintf("/bench-%d-%s/", os.Getpid(), strconv.FormatInt(now.UnixNano(), 36))
 }
 
 // configYAML is the configuration of m.
@@ -279,24 +328,100 @@ func configYAML(m mode, s proxySettings, listen, adminAddr string) string {
 			b.WriteString(s.Reserve.yaml())
 		}
 	}
+	if m.Fleet {
+		fmt.Fprintf(&b, "fleet:\n  etcd: [%q]\n  prefix: %q\n", s.Etcd, s.FleetPrefix)
+	}
 	return b.String()
 }
 
-// startProxy starts gatekeeper for m and waits until it is ready.
-func startProxy(ctx context.Context, m mode, s proxySettings) (*proxyProcess, error) {
-	listen, err := freePort()
+// proxyGroup is the gatekeeper processes of a run: one, or a fleet of them, in the order
+// the clients are dealt to them.
+type proxyGroup []*proxyProcess
+
+// startProxies starts m's gatekeeper processes, configured alike but for their ports and
+// directories, and waits until every one is ready; on a failure it stops those it started.
+func startProxies(ctx context.Context, m mode, s proxySettings) (proxyGroup, error) {
+	addrs, err := freePorts(2 * m.proxies())
 	if err != nil {
 		return nil, err
 	}
-	adminAddr, err := freePort()
-	if err != nil {
+	var g proxyGroup
+	for i := range m.proxies() {
+		p, err := startProxy(ctx, m, s, i+1, addrs[2*i], addrs[2*i+1])
+		if err != nil {
+			g.stop()
+			return nil, err
+		}
+		g = append(g, p)
+	}
+	return g, nil
+}
+
+// stop ends every proxy of the group, at once.
+func (g proxyGroup) stop() {
+	var wg sync.WaitGroup
+	for _, p := range g {
+		wg.Go(p.stop) // ends when the process does
+	}
+	wg.Wait()
+}
+
+// listens are the proxies' client addresses, in order.
+func (g proxyGroup) listens() []string {
+	out := make([]string, len(g))
+	for i, p := range g {
+		out[i] = p.Listen
+	}
+	return out
+}
+
+// admins are the proxies' admin addresses, in order.
+func (g proxyGroup) admins() []string {
+	out := make([]string, len(g))
+	for i, p := range g {
+		out[i] = p.Admin
+	}
+	return out
+}
+
+// pids are the proxies' process ids.
+func (g proxyGroup) pids() []int {
+	out := make([]int, len(g))
+	for i, p := range g {
+		out[i] = p.cmd.Process.Pid
+	}
+	return out
+}
+
+// types sums the proxies' per-type totals, by tag.
+func (g proxyGroup) types() (busy, error) {
+	out := busy{}
+	for _, p := range g {
+		b, err := p.types()
+		if err != nil {
+			return nil, err
+		}
+		for tag, t := range b {
+			sum := out[tag]
+			out[tag] = typeTotal{sum.Count + t.Count, sum.TotalMS + t.TotalMS}
+		}
+	}
+	return out, nil
+}
+
+// startProxy starts proxy n (from 1) of m, listening on listen and adminAddr, in a
+// directory of its own under s.Dir (its configuration, log and state file), and waits until
+// it is ready.
+func startProxy(ctx context.Context, m mode, s proxySettings, n int, listen, adminAddr string) (*proxyProcess, error) {
+	s.Dir = filepath.Join(s.Dir, m.Name, fmt.Sprintf("proxy-%d", n))
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	cfgPath := filepath.Join(s.Dir, m.Name+".yaml")
+	cfgPath := filepath.Join(s.Dir, "gatekeeper.yaml")
 	if err := os.WriteFile(cfgPath, []byte(configYAML(m, s, listen, adminAddr)), 0o644); err != nil {
 		return nil, err
 	}
-	p := &proxyProcess{Listen: listen, Admin: adminAddr, logPath: filepath.Join(s.Dir, m.Name+".log")}
+	p := &proxyProcess{Listen: listen, Admin: adminAddr, logPath: filepath.Join(s.Dir, "gatekeeper.log")}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err
@@ -323,7 +448,7 @@ func startProxy(ctx context.Context, m mode, s proxySettings) (*proxyProcess, er
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			p.stop()
 			log, _ := os.ReadFile(p.logPath)
-			return nil, fmt.Errorf("gatekeeper for %s not ready within 30s; its log:\n%s", m.Name, log)
+			return nil, fmt.Errorf("gatekeeper %d of %s not ready within 30s; its log:\n%s", n, m.Name, log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -233,6 +233,9 @@ func writeResults(o options, env environment, runs []runResult) error {
 	if err := writePlots(o, medians(runs)); err != nil {
 		return err
 	}
+	if _, err := writeCapacityPlots(o, runs); err != nil {
+		return err
+	}
 	f, err := os.Create(filepath.Join(o.out, "README.md"))
 	if err != nil {
 		return err
@@ -370,11 +373,11 @@ func capacities(o options) string {
 		switch {
 		case !m.Admission:
 		case m.Calibrated:
-			each = append(each, fmt.Sprintf("%s %s*", m.Name, m.Capacity))
+			each = append(each, fmt.Sprintf("%s %s*", prose(m.Name), m.Capacity))
 		case m.Capacity > 0 || m.Auto:
-			each = append(each, m.Name) // fifo@360ms and sjf@auto name their own
+			each = append(each, prose(m.Name)) // fifo@360ms and sjf@auto name their own
 		default:
-			each = append(each, fmt.Sprintf("%s %s", m.Name, o.capacity))
+			each = append(each, fmt.Sprintf("%s %s", prose(m.Name), o.capacity))
 		}
 	}
 	return "capacity " + strings.Join(each, ", ")
@@ -385,7 +388,7 @@ func calibrated(modes []mode) string {
 	var links []string
 	for _, m := range modes {
 		if m.Calibrated {
-			links = append(links, fmt.Sprintf("[%s](calibrate-%s.txt)", m.Name, m.Name))
+			links = append(links, fmt.Sprintf("[%s](calibrate-%s.txt)", prose(m.Name), m.Name))
 		}
 	}
 	return strings.Join(links, ", ")
@@ -408,7 +411,11 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	if o.reload {
 		fresh = "the bookstore loaded afresh, "
 	}
-	fmt.Fprintf(w, "Each run: %sa fresh proxy, %s of warm-up (not counted; the proxy learns the costs), then %s measured as the clients carry on.\n", fresh, o.warmup, o.duration)
+	proxy := "a fresh proxy"
+	if slices.ContainsFunc(o.modes, func(m mode) bool { return m.proxies() > 1 }) {
+		proxy = "fresh proxies"
+	}
+	fmt.Fprintf(w, "Each run: %s%s, %s of warm-up (not counted; the proxy learns the costs), then %s measured as the clients carry on.\n", fresh, proxy, o.warmup, o.duration)
 	reserve := ""
 	if r := o.reserve; r.Floor > 0 {
 		reserve = fmt.Sprintf(", a reserve of %s for units expected to cost under %s (lengthy lane %d)", r.Floor, r.QuickCutoff, r.LengthyLane)
@@ -441,6 +448,7 @@ func writeReport(w io.Writer, o options, env environment, all []runResult) {
 	fmt.Fprintf(w, "Machine: %d CPUs (%s); Linux %s; %s; %s. %s\n\n", env.CPUs, env.CPU, env.Kernel, env.DB, env.Go, env.placement())
 
 	writeVerdict(w, o, runs, all)
+	writeFleets(w, o, runs, all)
 
 	if len(o.clients) > 0 {
 		writeClosedLoop(w, o, runs)
@@ -615,7 +623,7 @@ func openVerdict(o options, runs, all []runResult) string {
 			continue
 		}
 		rate = r.Rate
-		each = append(each, fmt.Sprintf("fifo / %s = %s, direct / %s = %s", m.Name, ratioOf(fifo, r), m.Name, ratioOf(direct, r)))
+		each = append(each, fmt.Sprintf("fifo / %s = %s, direct / %s = %s", prose(m.Name), ratioOf(fifo, r), prose(m.Name), ratioOf(direct, r)))
 	}
 	if len(each) == 0 {
 		return ""

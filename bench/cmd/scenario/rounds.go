@@ -106,7 +106,7 @@ func withinRounds(o options, all []runResult) []string {
 	var out []string
 	for _, p := range pairs(o, all) {
 		if v := ratios(rounds, p); len(v) > 0 {
-			out = append(out, fmt.Sprintf("%s / %s = %.2f", p[0], p[1], middle(v)))
+			out = append(out, fmt.Sprintf("%s / %s = %.2f", prose(p[0]), prose(p[1]), middle(v)))
 		}
 	}
 	return out

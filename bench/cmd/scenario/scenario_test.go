@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -613,4 +614,241 @@ gatekeeper_admission_capacity_phase{phase="settle"} 1
 	if !ok || s.Capacity != 0.0825 || s.Stretch != 2.61 || s.Decision != "hold" || s.Running != 17 || s.Load != 0.09 || s.Queued != 640 || s.Open != 3 || s.MaxRunning != 13 || s.Phase != "settle" {
 		t.Errorf("sample = %+v, %v; want capacity 0.0825, stretch 2.61, decision hold, 17 running, load 0.09, 640 queued, 3 open, 13 at most, phase settle", s, ok)
 	}
+}
+
+func TestFleetModes(t *testing.T) {
+	ms, err := parseModes("sjf@auto*3,sjf@auto*2+fleet,sjf@80ms*2+reserve+pooled+cache+fleet:new,passthrough*2,routed-1*2,sjf@auto*1")
+	require.NoError(t, err)
+	require.Equal(t, []mode{
+		{Name: "sjf@auto*3", Proxy: true, Admission: true, Discipline: "sjf", Auto: true, Proxies: 3},
+		{Name: "sjf@auto*2+fleet", Proxy: true, Admission: true, Discipline: "sjf", Auto: true, Proxies: 2, Fleet: true},
+		{Name: "sjf@80ms*2+reserve+pooled+cache+fleet:new", Proxy: true, Admission: true, Discipline: "sjf",
+			Capacity: 80 * time.Millisecond, Reserve: true, Pooled: true, Cache: true, Build: "new", Proxies: 2, Fleet: true},
+		{Name: "passthrough*2", Proxy: true, Proxies: 2},
+		{Name: "routed-1*2", Proxy: true, Pooled: true, Replicas: 1, Proxies: 2},
+		{Name: "sjf@auto*1", Proxy: true, Admission: true, Discipline: "sjf", Auto: true, Proxies: 1},
+	}, ms)
+	require.Equal(t, []int{3, 2, 2, 2, 2, 1}, []int{ms[0].proxies(), ms[1].proxies(), ms[2].proxies(), ms[3].proxies(), ms[4].proxies(), ms[5].proxies()})
+	require.Equal(t, 1, mode{Name: "sjf", Proxy: true}.proxies(), "no *N: one proxy")
+	require.Zero(t, mode{Name: "direct"}.proxies(), "direct: none")
+
+	for in, msg := range map[string]string{
+		"direct*2":               "runs no proxy",
+		"direct+fleet":           "runs no proxy",
+		"sjf@auto*0":             "positive whole number",
+		"sjf@auto*x":             "positive whole number",
+		"sjf@auto*":              "positive whole number",
+		"sjf*3@auto":             "positive whole number",
+		"sjf@auto+fleet*3":       "the suffixes are",
+		"sjf@auto*2+fleet+cache": "in that order",
+		"sjf@auto*2+reserve*2":   "the suffixes are",
+	} {
+		_, err := parseModes(in)
+		require.ErrorContains(t, err, msg, in)
+	}
+}
+
+func TestFleetModesNeedEtcd(t *testing.T) {
+	args := []string{"--primary", "127.0.0.1:1", "--modes", "direct,sjf@auto*2+fleet"}
+	_, err := parseFlags(args)
+	require.ErrorContains(t, err, "--etcd is required with a +fleet mode")
+	_, err = parseFlags(append(args, "--etcd", "localhost"))
+	require.ErrorContains(t, err, "give host:port")
+	o, err := parseFlags(append(args, "--etcd", "127.0.0.1:22379"))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:22379", o.etcd)
+	_, err = parseFlags([]string{"--primary", "127.0.0.1:1", "--modes", "direct,sjf@auto*2"})
+	require.NoError(t, err, "a fleet without +fleet needs no etcd")
+}
+
+func TestFleetConfigNamesEtcdAndTheRunsPrefix(t *testing.T) {
+	s := proxySettings{Primary: "127.0.0.1:3306", QueueTimeout: 30 * time.Second, Weight: 0.1, Etcd: "127.0.0.1:22379",
+		FleetPrefix: fleetPrefix(time.Unix(0, 1700000000123456789))}
+	var got struct {
+		Admission struct{ Capacity string }
+		Fleet     struct {
+			Etcd   []string
+			Prefix string
+		}
+	}
+	ms, err := parseModes("sjf@auto*3+fleet,sjf@auto*3")
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal([]byte(configYAML(ms[0], s, "127.0.0.1:1", "127.0.0.1:2")), &got))
+	require.Equal(t, "auto", got.Admission.Capacity)
+	require.Equal(t, []string{"127.0.0.1:22379"}, got.Fleet.Etcd)
+	require.Equal(t, s.FleetPrefix, got.Fleet.Prefix)
+	require.Regexp(t, `^/bench-[0-9]+-[0-9a-z]+/$`, got.Fleet.Prefix)
+	require.NotEqual(t, s.FleetPrefix, fleetPrefix(time.Unix(0, 1700000000123456790)), "each run has a prefix of its own")
+	require.NotContains(t, configYAML(ms[1], s, "127.0.0.1:1", "127.0.0.1:2"), "fleet:", "proxies without +fleet do not coordinate")
+
+	addrs, err := freePorts(6)
+	require.NoError(t, err)
+	require.Len(t, addrs, 6)
+	require.Len(t, slices.Compact(slices.Sorted(slices.Values(addrs))), 6, "every proxy's ports its own")
+}
+
+// Client i connects to proxy i mod N: the closed loop's clients split evenly over a fleet.
+func TestClientsSplitOverTheProxies(t *testing.T) {
+	o := options{user: "gk", password: "pw", database: "bookstore"}
+	addrs := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}
+	var cfg bookstore.Config
+	o.connect(&cfg, addrs)
+	require.Empty(t, cfg.DSN)
+	require.Len(t, cfg.DSNs, 3)
+	for i, a := range addrs {
+		require.Contains(t, cfg.DSNs[i], "tcp("+a+")/bookstore", "proxy %d", i+1)
+	}
+	require.NoError(t, cfg.Validate())
+	o.connect(&cfg, addrs[:1])
+	require.Equal(t, o.dsn(addrs[0]), cfg.DSN, "one server: DSN, as before fleets")
+	require.Empty(t, cfg.DSNs)
+	require.NoError(t, cfg.Validate())
+
+	for _, tt := range []struct {
+		clients, proxies int
+		want             []int
+	}{
+		{400, 1, []int{400}},
+		{400, 2, []int{200, 200}},
+		{400, 3, []int{134, 133, 133}},
+		{2, 3, []int{1, 1, 0}},
+	} {
+		require.Equal(t, tt.want, clientsPerProxy(tt.clients, tt.proxies), "%d clients, %d proxies", tt.clients, tt.proxies)
+	}
+}
+
+func TestSingleIsTheModeAsOneProxy(t *testing.T) {
+	ms, err := parseModes("direct,sjf@auto,sjf@auto:new,sjf@auto*3,sjf@auto*3+fleet,sjf@auto*2:new,fifo*2")
+	require.NoError(t, err)
+	for _, tt := range []struct{ mode, want string }{
+		{"sjf@auto*3", "sjf@auto"},
+		{"sjf@auto*3+fleet", "sjf@auto"},
+		{"sjf@auto*2:new", "sjf@auto:new"},
+		{"sjf@auto", "sjf@auto"},
+		{"fifo*2", ""},
+	} {
+		m := ms[slices.IndexFunc(ms, func(m mode) bool { return m.Name == tt.mode })]
+		b, ok := single(ms, m)
+		require.Equal(t, tt.want != "", ok, tt.mode)
+		require.Equal(t, tt.want, b.Name, tt.mode)
+	}
+	var names []string
+	for _, m := range fleetModes(ms) {
+		names = append(names, m.Name)
+	}
+	require.Equal(t, []string{"sjf@auto", "sjf@auto:new", "sjf@auto*3", "sjf@auto*3+fleet", "sjf@auto*2:new", "fifo*2"}, names)
+}
+
+// fleetTrace is a trace of n proxies over 6 seconds, the measured period seconds 3 to 5:
+// proxy p holds p*10 ms + the second, and admits 100*p units a second; proxy 2 misses
+// second 4.
+func fleetTrace(n int) []capacitySample {
+	var out []capacitySample
+	for sec := 1; sec <= 6; sec++ {
+		for p := 1; p <= n; p++ {
+			if p == 2 && sec == 4 {
+				continue
+			}
+			out = append(out, capacitySample{At: time.Duration(sec) * time.Second, Measured: sec >= 3 && sec <= 5, Proxy: p,
+				Capacity: float64(10*p+sec) / 1000, Admitted: float64(100 * p * sec)})
+		}
+	}
+	return out
+}
+
+func TestFleetFiguresSumTheProxiesSecondBySecond(t *testing.T) {
+	samples := fleetTrace(2)
+	require.Equal(t, 2, proxiesOf(samples))
+	require.Equal(t, []float64{13, 14, 15}, measuredCapacity(samples, 1))
+	require.Equal(t, []float64{23, 25}, measuredCapacity(samples, 2))
+	seconds, sums := summedCapacity(samples, true)
+	require.Equal(t, []time.Duration{3 * time.Second, 5 * time.Second}, seconds, "a second some proxy missed has no sum")
+	require.Equal(t, []float64{36, 40}, sums)
+	_, all := summedCapacity(samples, false)
+	require.Len(t, all, 5, "warm-up and after included")
+	require.InDelta(t, 100, admittedRate(samples, 1), 1e-9)
+	require.InDelta(t, 200, admittedRate(samples, 2), 1e-9)
+	require.Equal(t, -1.0, admittedRate(samples, 3))
+	unknown := slices.Clone(samples)
+	for i := range unknown {
+		unknown[i].Admitted = -1
+	}
+	require.Equal(t, -1.0, admittedRate(unknown, 1), "metrics without the counter")
+
+	f, ok := figuresOf(samples)
+	require.True(t, ok)
+	require.Equal(t, fleetFigures{Capacity: []float64{14, 24}, Admitted: []float64{100, 200}, Sum: 38}, f)
+	require.Equal(t, "capacity medians 14 / 24 ms, sum 38 ms; admitted 100.0 / 200.0/s, 300.0/s in all", f.summary())
+	_, ok = figuresOf(nil)
+	require.False(t, ok)
+}
+
+func TestCapacityCSVKeepsEachProxy(t *testing.T) {
+	result := &bookstore.Result{Total: bookstore.ClassResult{Name: "total"}}
+	runs := []runResult{
+		{Mode: "sjf@auto*2", Loop: "closed", Clients: 400, Round: 1, Result: result, Capacity: fleetTrace(2)},
+		{Mode: "sjf@auto", Loop: "closed", Clients: 400, Round: 1, Result: result, Capacity: fleetTrace(1)},
+	}
+	path := filepath.Join(t.TempDir(), "capacity.csv")
+	require.NoError(t, writeCapacityCSV(path, runs))
+	back := []runResult{{Mode: "sjf@auto*2", Loop: "closed", Clients: 400, Round: 1}, {Mode: "sjf@auto", Loop: "closed", Clients: 400, Round: 1}}
+	require.NoError(t, readCapacityCSV(path, back))
+	for i := range runs {
+		require.Equal(t, runs[i].Capacity, back[i].Capacity, runs[i].Mode)
+	}
+
+	old := filepath.Join(t.TempDir(), "capacity.csv")
+	require.NoError(t, os.WriteFile(old, []byte("mode,loop,clients,rate,round,second,measured,capacity_s\nsjf@auto,closed,400,0,1,1,false,0.03\n"), 0o644))
+	back = []runResult{{Mode: "sjf@auto", Loop: "closed", Clients: 400, Round: 1}}
+	require.NoError(t, readCapacityCSV(old, back), "a file from before fleets")
+	require.Nil(t, back[0].Capacity)
+}
+
+func TestFleetReportSetsTheSumBesideOneProxy(t *testing.T) {
+	closed := func(name string, round int, tp float64, trace []capacitySample) runResult {
+		return runResult{Mode: name, Loop: "closed", Clients: 400, Round: round, Capacity: trace,
+			Result: &bookstore.Result{Classes: []bookstore.ClassResult{{Name: "home", Completed: 90, Mean: 20 * time.Millisecond}},
+				Total: bookstore.ClassResult{Name: "total", Throughput: tp, Mean: 50 * time.Millisecond}}}
+	}
+	ms, err := parseModes("direct,sjf@auto,sjf@auto*2,sjf@auto*2+fleet")
+	require.NoError(t, err)
+	o := options{think: 100 * time.Millisecond, clients: []int{400}, out: t.TempDir(), warmup: 2 * time.Second, modes: ms}
+	all := []runResult{closed("direct", 1, 300, nil), closed("sjf@auto", 1, 400, fleetTrace(1)),
+		closed("sjf@auto*2", 1, 410, fleetTrace(2)), closed("sjf@auto*2+fleet", 1, 405, fleetTrace(2))}
+	names, err := writeCapacityPlots(o, all)
+	require.NoError(t, err)
+	require.Equal(t, []string{"capacity-sjf-auto-x2-closed-400.png", "capacity-sjf-auto-x2-fleet-closed-400.png"}, names)
+	for _, n := range names {
+		require.FileExists(t, filepath.Join(o.out, n))
+	}
+
+	var b bytes.Buffer
+	writeReport(&b, o, environment{}, all)
+	report := b.String()
+	require.Contains(t, report, "## Fleets of proxies")
+	require.Contains(t, report, "| sjf@auto | 1 | 400 | 400.0 | 20.0 | 14 | 14 | - | - | 100.0 | 100.0 |\n")
+	require.Contains(t, report, "| sjf@auto*2 | 2 | 400 | 410.0 | 20.0 | 14 / 24 | 38 | 14 | 2.71 | 100.0 / 200.0 | 300.0 |\n",
+		"the sum of the proxies' capacities against one proxy's")
+	require.Contains(t, report, "| sjf@auto*2+fleet | 2 | 400 | 405.0 | 20.0 | 14 / 24 | 38 | 14 | 2.71 |")
+	require.NotContains(t, report, "| direct | 0 |", "direct has no proxy to trace")
+	for _, n := range names {
+		require.Contains(t, report, "`"+n+"`", "the report names every capacity plot")
+	}
+	require.Contains(t, report, `sjf@auto\*2, sjf@auto\*2+fleet`, "no emphasis in running text")
+	require.Contains(t, report, "| sjf@auto*2 | closed 400 | 1 | sum | 38 | 36-40 |", "the trace's rows: each proxy's, and their sum")
+
+	var single bytes.Buffer
+	writeReport(&single, options{think: 100 * time.Millisecond, clients: []int{400}, modes: ms[:2]}, environment{}, all[:2])
+	require.NotContains(t, single.String(), "Fleets", "no fleet: no section")
+}
+
+func TestCPUMeterAddsUpTheProxies(t *testing.T) {
+	self := os.Getpid()
+	one := cpuMeter{proxyPIDs: []int{self}}.takeSample()
+	two := cpuMeter{proxyPIDs: []int{self, self}}.takeSample()
+	require.True(t, one.proxyOK)
+	require.True(t, two.proxyOK)
+	require.GreaterOrEqual(t, two.proxy, 2*one.proxy)
+	require.False(t, cpuMeter{}.takeSample().proxyOK, "no proxy: nothing to read")
+	require.False(t, cpuMeter{proxyPIDs: []int{self, 1 << 30}}.takeSample().proxyOK, "one proxy unreadable: the share unknown")
 }
