@@ -26,6 +26,31 @@ type Frame struct {
 	Backends *admin.BackendsResponse
 	// Cache is nil when the result cache is off (or the proxy predates it).
 	Cache *admin.CacheResponse
+	// Fleet is nil when the proxy is in no fleet.
+	Fleet *Fleet
+}
+
+// Fleet is what top shows of GET /api/v1/fleet.
+type Fleet struct {
+	Name      string    `json:"name"`
+	Connected bool      `json:"connected"`
+	LastSync  time.Time `json:"last_sync"`
+	DownSince time.Time `json:"down_since"`
+	LastError string    `json:"last_error"`
+	Adjuster  string    `json:"adjuster_name"`
+	Members   []struct {
+		Name string `json:"name"`
+	} `json:"members"`
+	Backends map[string]struct {
+		Demand   time.Duration `json:"demand_ns"`
+		Capacity time.Duration `json:"capacity_ns"`
+		Fleet    time.Duration `json:"fleet_capacity_ns"`
+		Share    float64       `json:"share"`
+	} `json:"backends"`
+	Config struct {
+		Keys  int    `json:"keys"`
+		Error string `json:"error"`
+	} `json:"config"`
 }
 
 // Client reads the admin API of one proxy.
@@ -72,6 +97,13 @@ func (c *Client) Fetch(ctx context.Context) (*Frame, error) {
 	case err == nil:
 		f.Cache = &rc
 	case !isNotFound(err): // 404: the cache is off
+		return nil, err
+	}
+	var fl Fleet
+	switch err := c.get(ctx, "/api/v1/fleet", &fl); {
+	case err == nil:
+		f.Fleet = &fl
+	case !isNotFound(err): // 404: no fleet
 		return nil, err
 	}
 	return f, nil
@@ -182,6 +214,9 @@ func (v View) Render(w io.Writer, f *Frame) {
 	tr := f.Types
 	line("gatekeeper top - %s - %s - type_key %s - %d types tracked (max %d), %d evicted",
 		v.Source, tr.Time.Local().Format("15:04:05"), tr.TypeKey, tr.Tracked, tr.MaxTypes, tr.Evictions)
+	if fl := f.Fleet; fl != nil {
+		fleetLines(line, fl, tr.Time)
+	}
 	if c := f.Cache; c != nil {
 		line("cache: %s - hit ratio %.1f%% (%d hits, %d misses) - saved %.1f s of database time - %d entries, %s of %s",
 			c.Mode, 100*c.HitRatio, c.Hits, c.Misses, c.SavedSeconds, c.Entries, mib(c.Bytes), mib(c.MaxBytes))
@@ -270,6 +305,39 @@ func (v View) Render(w io.Writer, f *Frame) {
 	}
 	_, _ = io.WriteString(w, b.String())
 }
+
+// fleetLines shows the fleet: the members, the adjuster, whether etcd answers, and this
+// member's share of each backend.
+func fleetLines(line func(string, ...any), fl *Fleet, now time.Time) {
+	etcd := fmt.Sprintf("etcd ok, synced %s ago", now.Sub(fl.LastSync).Round(time.Millisecond))
+	if !fl.Connected {
+		etcd = fmt.Sprintf("ETCD UNREACHABLE for %s: admitting on the last shares (%s)",
+			now.Sub(fl.DownSince).Round(time.Second), fl.LastError)
+	}
+	shared := fmt.Sprintf("%d shared settings", fl.Config.Keys)
+	if fl.Config.Error != "" {
+		shared += " - last change refused: " + fl.Config.Error
+	}
+	line("fleet: member %s of %d, adjuster %s - %s - %s", fl.Name, len(fl.Members), orNone(fl.Adjuster), etcd, shared)
+	keys := make([]string, 0, len(fl.Backends))
+	for k := range fl.Backends {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b := fl.Backends[k]
+		line("  share %s: %.0f%% of %.1f ms = %.1f ms - demand %.1f ms", k, 100*b.Share, ms(b.Fleet), ms(b.Capacity), ms(b.Demand))
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none yet"
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // mib is n bytes in MiB.
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

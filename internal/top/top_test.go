@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admin"
+	"github.com/gatekeeperdb/gatekeeper/internal/fleet"
 )
 
 func frame() *Frame {
@@ -249,4 +250,26 @@ func TestRawWriter(t *testing.T) {
 	var w rawWriter
 	w.WriteString("a\nb\n")
 	assert.Equal(t, "a\r\nb\r\n", string(w.bytes()))
+}
+
+func TestRenderFleet(t *testing.T) {
+	f := frame()
+	now := f.Types.Time
+	st := fleet.Status{Name: "gk1:6033", Connected: true, LastSync: now.Add(-200 * time.Millisecond), Adjuster: "gk2:6033",
+		Members: []fleet.MemberStatus{{Name: "gk1:6033"}, {Name: "gk2:6033"}},
+		Backends: map[string]fleet.BackendStatus{"primary": {Demand: 30 * time.Millisecond, Capacity: 45 * time.Millisecond,
+			Fleet: 90 * time.Millisecond, Share: 0.5}},
+		Config: fleet.ConfigStatus{Keys: 2}}
+	// What the proxy serves, read as top reads it.
+	body, err := json.Marshal(st)
+	require.NoError(t, err)
+	f.Fleet = &Fleet{}
+	require.NoError(t, json.Unmarshal(body, f.Fleet))
+	text := strings.Join(render(t, View{Sort: "share"}, f), "\n")
+	assert.Contains(t, text, "\nfleet: member gk1:6033 of 2, adjuster gk2:6033 - etcd ok, synced 200ms ago - 2 shared settings\n")
+	assert.Contains(t, text, "\n  share primary: 50% of 90.0 ms = 45.0 ms - demand 30.0 ms\n")
+
+	f.Fleet.Connected, f.Fleet.DownSince, f.Fleet.LastError = false, now.Add(-5*time.Second), "context deadline exceeded"
+	text = strings.Join(render(t, View{Sort: "share"}, f), "\n")
+	assert.Contains(t, text, "ETCD UNREACHABLE for 5s: admitting on the last shares (context deadline exceeded)")
 }
