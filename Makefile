@@ -16,7 +16,7 @@ FUZZTIME ?= 1m
 # module alone, so the bench module (benchmarks, simulator, plots) is named as well.
 PACKAGES := ./... ./bench/...
 
-.PHONY: help build test chaos fuzz run bench-micro bench-quick bench bench-overhead bench-multiplex bench-saturation bench-stepchange bench-handover bench-staleread bench-replicas sim sim-balance plots lint clean
+.PHONY: help build test chaos fuzz run run-fleet bench-micro bench-quick bench bench-overhead bench-multiplex bench-saturation bench-stepchange bench-handover bench-staleread bench-replicas sim sim-balance plots lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ run: build ## Run the proxy (pooled, reads routed to two replicas) on 127.0.0.1:
 	GATEKEEPER_ADMISSION_ENABLED=true GATEKEEPER_MODE=pooled GATEKEEPER_AUTH_FROM_BACKEND=true \
 	GATEKEEPER_MONITOR_USER="$$GK_USER" GATEKEEPER_MONITOR_PASSWORD="$$GK_PASSWORD" \
 	exec ./$(BIN) serve --primary "$$GK_PRIMARY" --replica "$$GK_REPLICA1" --replica "$$GK_REPLICA2"
+
+run-fleet: build ## Run two proxies in one fleet (127.0.0.1:6033 and :6034, admin :6080 and :6081) over a local etcd and the local MariaDB servers
+	@GK_BACKENDS_DIR=$(RUN_BACKENDS_DIR) BIN=$(BIN) scripts/run-fleet.sh
 
 bench-micro: ## Go micro-benchmarks of the hot paths (relay, classifier, estimator, admission)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/...
