@@ -32,6 +32,11 @@
 // reaches it, as that paper's database proxies do. RunBalance compares the policies on
 // clusters of several sizes.
 //
+// A run may have a fleet of proxies instead of the one (FleetConfig): each member its own
+// controller and an equal part of the closed loop's clients, alone or coordinated by
+// internal/fleet's rule, with members that join and leave. RunFleet asks what N adaptive
+// controllers do in front of one database, and whether the rule holds them to one's capacity.
+//
 // A run is single-threaded and depends only on its Config, seed included. RunAll runs the
 // experiments of make sim — capacity by incremental steps, throughput against clients,
 // response time per discipline, AWAIT's aborted sessions against the blocking queue at three

@@ -18,6 +18,10 @@ const (
 	// evTick: the controller's periodic work, every tickEvery while the adaptive capacity
 	// is on or the run is traced, as the proxy ticks it.
 	evTick
+	// evInterval: a fleet's members publish their records and take their shares.
+	evInterval
+	// evMember: a fleet member joins or leaves (gen is its index).
+	evMember
 )
 
 // event is something due at a time. Events at the same time run in the order they were

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/gatekeeperdb/gatekeeper/internal/admission"
@@ -33,6 +34,10 @@ type Config struct {
 	// Trace records Result.Trace (closed and open loops, with admission); the controller
 	// then ticks every tickEvery, as it does anyway while its capacity adapts.
 	Trace bool
+
+	// Fleet puts several proxies between the closed loop's clients and the database, each
+	// with its own controller of Admission; nil is the one proxy.
+	Fleet *FleetConfig
 
 	// Warmup and Duration: under Closed and Open, interactions that end in
 	// [Warmup, Warmup+Duration) are measured and the run stops at Warmup+Duration.
@@ -98,6 +103,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("sim: admission: %w", err)
 		}
 	}
+	if c.Fleet != nil {
+		if c.Admission == nil || c.Closed == nil || c.Cluster != nil {
+			return errors.New("sim: a fleet needs admission and a closed loop, in front of the one database")
+		}
+		if err := c.Fleet.Validate(c.Warmup + c.Duration); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+	}
 	switch {
 	case c.Closed != nil:
 		if c.Closed.Clients < 1 || c.Closed.Think < 0 {
@@ -135,15 +148,19 @@ type Result struct {
 	Classes []Latency
 	// Sessions under SessionLoad.
 	Sessions SessionCounts
-	// Admission is the controller's state at the end (its counters cover the whole run).
+	// Admission is the controller's state at the end (its counters cover the whole run);
+	// under a Fleet, the first member's.
 	Admission admission.Snapshot
 	// MaxRunning is the most requests one database served at once.
 	MaxRunning int
 	// Backends is what each database did under a Cluster, the primary first; nil without.
 	Backends []BackendCounts
 	// Trace is the controller's capacity and the interactions completed, second by second
-	// from the start, when Config.Trace is set or the capacity adapts.
+	// from the start, when Config.Trace is set or the capacity adapts; nil under a Fleet.
 	Trace []TracePoint
+	// Fleet is the fleet's members and the database's load, interval by interval from the
+	// start, under Config.Fleet; nil without.
+	Fleet []FleetPoint
 	// Events counts the simulation's steps.
 	Events int
 }
@@ -195,10 +212,14 @@ type request struct {
 	started time.Duration
 	finish  float64 // when the database's attained service reaches it, the request is done
 	seq     uint64  // start order in the database, for ties
-	gen     uint64  // counts the requests issued on this struct
+	gen     uint64  // counts the requests handed to a controller on this struct
 	waiting bool    // waits in the controller
 	backend int     // the database it was sent to
 	apply   bool    // a replica's replication work, not an interaction
+	// fr is the controller it was last handed to (nil: direct, or not yet), member the fleet
+	// member its issuer's next request goes to.
+	fr     *front
+	member int
 
 	// Session state.
 	session  bool
@@ -216,6 +237,26 @@ func (r *request) before(o *request) bool {
 // epoch is the simulated clock's zero.
 var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// front is one admission controller between the clients and the database, as one proxy
+// holds it: the requests waiting in it, and the service times it learnt.
+type front struct {
+	id      int // the fleet member's index; 0 for the one proxy
+	ctl     *admission.Controller
+	waiting waitList
+	// service is each class's expected service time: the moving average (weight
+	// serviceWeight) of its requests' time in the database, as the proxy learns it.
+	service []time.Duration
+	// touched: a request handed to it ended in the step under way.
+	touched bool
+}
+
+// newFront returns a controller of cfg on clock, its service times at costs.
+func newFront(cfg admission.Config, clock admission.Clock, costs []time.Duration) *front {
+	f := &front{ctl: admission.New(cfg, clock), service: slices.Clone(costs)}
+	f.waiting.init(len(costs))
+	return f
+}
+
 type run struct {
 	cfg Config
 	// rng draws think times, interactions and demands; arr draws what arrives by itself
@@ -223,21 +264,20 @@ type run struct {
 	// that differ only in policy see the same arrivals.
 	rng, arr *rand.Rand
 	cluster  *cluster
-	ctl      *admission.Controller
-	clock    *admission.ManualClock
-	clockAt  time.Duration // what clock reads, from epoch
+	// fronts are the controllers: one, a fleet's members (joined ones included, departed
+	// ones kept), or none when direct. They share the clock.
+	fronts  []*front
+	fleet   *fleetRun
+	clock   *admission.ManualClock
+	clockAt time.Duration // what clock reads, from epoch
 	// cost is each class's estimated cost: its mean demand.
 	cost []time.Duration
-	// service is each class's expected service time: the moving average (weight
-	// serviceWeight) of its requests' time in the database, as the proxy learns it.
-	service []time.Duration
 
-	events  eventQueue
-	now     time.Duration
-	end     time.Duration // 0: run until nothing is left to do
-	waiting waitList
-	done    []*request
-	seq     uint64
+	events eventQueue
+	now    time.Duration
+	end    time.Duration // 0: run until nothing is left to do
+	done   []*request
+	seq    uint64
 	// second counts the interactions completed in the current second of the trace.
 	second int
 
@@ -265,8 +305,8 @@ func Run(cfg Config) (Result, error) {
 		s.res.Throughput = float64(s.res.Completed) / s.res.Measured.Seconds()
 		s.res.WorkRate = s.res.Work.Seconds() / s.res.Measured.Seconds()
 	}
-	if s.ctl != nil {
-		s.res.Admission = s.ctl.Snapshot()
+	if len(s.fronts) > 0 {
+		s.res.Admission = s.fronts[0].ctl.Snapshot()
 	}
 	return s.res, nil
 }
@@ -287,19 +327,22 @@ func newRun(cfg Config) *run {
 	classes := len(cfg.Mix.Classes())
 	s.res.Classes = make([]Latency, classes)
 	s.res.RefusedByClass = make([]int, classes)
-	s.waiting.init(classes)
 	for i := range classes {
 		s.cost = append(s.cost, cfg.Mix.Mean(i))
 	}
 	if cfg.Admission != nil {
 		s.clock = admission.NewManualClock(epoch)
-		s.ctl = admission.New(*cfg.Admission, s.clock)
-		s.service = append(s.service, s.cost...)
+		if cfg.Fleet == nil {
+			s.fronts = append(s.fronts, newFront(*cfg.Admission, s.clock, s.cost))
+		}
 	}
 	switch {
 	case cfg.Closed != nil:
 		s.end = cfg.Warmup + cfg.Duration
 		clients := make([]request, cfg.Closed.Clients)
+		if cfg.Fleet != nil {
+			s.fleet = s.newFleet(clients)
+		}
 		for i := range clients {
 			// Clients start thinking, so that they do not all arrive at once.
 			s.events.push(event{at: s.think(cfg.Closed.Think, cfg.Closed.ThinkMax), kind: evIssue, req: &clients[i]})
@@ -315,7 +358,7 @@ func newRun(cfg Config) *run {
 	for i, ch := range cfg.Database.Changes {
 		s.events.push(event{at: ch.At, kind: evSpeed, gen: uint64(i)})
 	}
-	if cfg.Admission != nil && (cfg.Admission.Auto.Enabled || cfg.Trace) && s.end > 0 {
+	if cfg.Admission != nil && (cfg.Admission.Auto.Enabled || cfg.Trace || cfg.Fleet != nil) && s.end > 0 {
 		s.events.push(event{at: tickEvery, kind: evTick})
 	}
 	return s
@@ -361,30 +404,46 @@ func (s *run) loop() error {
 		case evArrival:
 			s.arrive()
 		case evDeadline:
-			if e.req.gen == e.gen && e.req.waiting {
-				s.ctl.Tick(s.setClock())
-				s.collect()
+			if f := e.req.fr; e.req.gen == e.gen && e.req.waiting {
+				f.ctl.Tick(s.setClock())
+				s.collect(f)
 			}
 		case evSpeed:
 			for i := range s.cluster.backends {
 				s.cluster.backends[i].db.SetSpeed(s.cfg.Database.Changes[e.gen].Speed, s.now)
 			}
 		case evTick:
-			s.ctl.Tick(s.setClock())
-			s.collect()
-			if s.now%time.Second == 0 {
-				snap := s.ctl.Snapshot()
-				s.res.Trace = append(s.res.Trace, TracePoint{At: s.now, Capacity: snap.Capacity,
-					Throughput: float64(s.second), Decision: snap.Auto.Last, Stretch: snap.Auto.Stretch,
-					Alone: snap.Auto.Alone, Phase: snap.Auto.Phase})
-				s.second = 0
-			}
+			s.tick()
 			s.events.push(event{at: s.now + tickEvery, kind: evTick})
+		case evInterval:
+			s.fleet.interval(s)
+			s.events.push(event{at: s.now + s.fleet.cfg.interval(), kind: evInterval})
+		case evMember:
+			s.fleet.change(s, int(e.gen))
 		}
 	}
 }
 
-// setClock moves the controller's clock to now, and returns the time it reads.
+// tick does the controllers' periodic work: each ticks (a fleet's live members only), and
+// the trace takes its second.
+func (s *run) tick() {
+	if s.fleet != nil {
+		s.fleet.tick(s)
+		return
+	}
+	f := s.fronts[0]
+	f.ctl.Tick(s.setClock())
+	s.collect(f)
+	if s.now%time.Second == 0 {
+		snap := f.ctl.Snapshot()
+		s.res.Trace = append(s.res.Trace, TracePoint{At: s.now, Capacity: snap.Capacity,
+			Throughput: float64(s.second), Decision: snap.Auto.Last, Stretch: snap.Auto.Stretch,
+			Alone: snap.Auto.Alone, Phase: snap.Auto.Phase})
+		s.second = 0
+	}
+}
+
+// setClock moves the controllers' clock to now, and returns the time it reads.
 func (s *run) setClock() time.Time {
 	at := epoch.Add(s.now)
 	if s.now != s.clockAt {
@@ -432,35 +491,42 @@ func (s *run) issue(r *request) {
 	s.send(r)
 }
 
-// send sends r, its class and demand drawn, to the database: through the controller
-// unless direct.
+// send sends r, its class and demand drawn, to the database: through its issuer's
+// controller unless direct.
 func (s *run) send(r *request) {
-	r.gen++
 	r.issued = s.now
+	r.fr = nil
 	if r.demand == 0 {
 		r.started = s.now
 		s.complete(r)
 		return
 	}
-	if s.ctl == nil {
+	if len(s.fronts) == 0 {
 		s.start(r)
 		return
 	}
+	s.admit(r, s.fronts[r.member])
+}
+
+// admit hands r to controller f, which admits it, has it wait, or refuses it.
+func (s *run) admit(r *request, f *front) {
+	r.gen++
+	r.fr = f
 	s.setClock()
-	st, err := s.ctl.Arrive(&r.ticket, admission.Request{
-		Type: uint64(r.class), Cost: s.cost[r.class], Service: s.service[r.class], Accepted: r.accepted,
+	st, err := f.ctl.Arrive(&r.ticket, admission.Request{
+		Type: uint64(r.class), Cost: s.cost[r.class], Service: f.service[r.class], Accepted: r.accepted,
 	})
 	switch st {
 	case admission.Admitted:
 		s.start(r)
 	case admission.Queued, admission.Blocked:
 		r.waiting = true
-		s.waiting.add(r)
+		f.waiting.add(r)
 		s.events.push(event{at: s.now + s.cfg.Admission.QueueTimeout, kind: evDeadline, req: r, gen: r.gen})
 	default:
 		s.refuse(r, err)
 	}
-	s.collect()
+	s.collect(f)
 }
 
 // start sends r, admitted, to the database its class and the balance policy pick, where it
@@ -491,6 +557,9 @@ func (s *run) serve(r *request) {
 		be.running += s.cost[r.class]
 	}
 	be.db.Start(r, r.demand, s.now)
+	if s.fleet != nil {
+		s.fleet.started(be.running)
+	}
 	s.res.MaxRunning = max(s.res.MaxRunning, be.db.Running())
 	if s.res.Backends != nil {
 		bc := &s.res.Backends[r.backend]
@@ -529,12 +598,13 @@ func (s *run) finish(b int) error {
 		if c.writes[r.class] {
 			s.replicate(r)
 		}
-		if s.ctl != nil {
+		if f := r.fr; f != nil {
 			s.setClock()
 			busy := s.now - r.started
-			s.ctl.Release(&r.ticket, busy)
-			sv := &s.service[r.class]
+			f.ctl.Release(&r.ticket, busy)
+			sv := &f.service[r.class]
 			*sv += time.Duration(serviceWeight * float64(busy-*sv))
+			f.touched = true
 		}
 		s.complete(r)
 	}
@@ -545,8 +615,11 @@ func (s *run) finish(b int) error {
 		}
 		s.serve(r)
 	}
-	if s.ctl != nil {
-		s.collect()
+	for _, f := range s.fronts {
+		if f != nil && f.touched { // nil: a fleet member yet to join
+			f.touched = false
+			s.collect(f)
+		}
 	}
 	return nil
 }
@@ -570,6 +643,9 @@ func (s *run) measured() bool {
 // complete records r's response and moves its issuer on.
 func (s *run) complete(r *request) {
 	s.second++
+	if s.fleet != nil {
+		s.fleet.completed(r)
+	}
 	if s.measured() {
 		resp, wait := (s.now - r.issued).Seconds(), (r.started - r.issued).Seconds()
 		s.res.Completed++
@@ -617,33 +693,34 @@ func (s *run) refuse(r *request, _ error) {
 	}
 }
 
-// collect finds the waiting requests that the last call into the controller admitted or
+// collect finds the waiting requests that the last call into controller f admitted or
 // refused, and moves them on. The controller's counts of waiting units say how many there
 // are; within a class they leave in arrival order (a class has one cost, and its service time moves slowly, so SJF and aging
 // order it by arrival, and deadlines follow arrivals), so they are almost always at the
 // fronts of the per-class lists, and the whole list is searched only when they are not.
-func (s *run) collect() {
-	if s.waiting.n == 0 {
+func (s *run) collect(f *front) {
+	w := &f.waiting
+	if w.n == 0 {
 		return
 	}
-	snap := s.ctl.Snapshot()
-	left := s.waiting.n - snap.Queued - snap.Blocked
+	snap := f.ctl.Snapshot()
+	left := w.n - snap.Queued - snap.Blocked
 	if left <= 0 {
 		return
 	}
-	for c := range s.waiting.byClass {
+	for c := range w.byClass {
 		for left > 0 {
-			r := s.waiting.front(c)
+			r := w.front(c)
 			if r == nil || stillWaiting(r) {
 				break
 			}
-			s.waiting.popFront(c)
+			w.popFront(c)
 			left--
 			s.settle(r)
 		}
 	}
 	if left > 0 {
-		s.waiting.sweep(func(r *request) bool {
+		w.sweep(func(r *request) bool {
 			if stillWaiting(r) {
 				return true
 			}

@@ -135,26 +135,27 @@ func TestCollectOutOfOrder(t *testing.T) {
 		Admission: &admission.Config{Capacity: 9 * time.Millisecond, Discipline: admission.SJF, QueueTimeout: time.Minute, MaxQueue: 10}}
 	require.NoError(t, cfg.Validate())
 	s := newRun(cfg)
+	f := s.fronts[0]
 	arrive := func(cost time.Duration) *request {
-		r := &request{class: 0, demand: 1}
-		st, err := s.ctl.Arrive(&r.ticket, admission.Request{Cost: cost})
+		r := &request{class: 0, demand: 1, fr: f}
+		st, err := f.ctl.Arrive(&r.ticket, admission.Request{Cost: cost})
 		require.NoError(t, err)
 		if st == admission.Queued {
 			r.waiting = true
-			s.waiting.add(r)
+			f.waiting.add(r)
 		}
 		return r
 	}
 	running := arrive(9 * time.Millisecond)
 	first := arrive(8 * time.Millisecond)
 	second := arrive(2 * time.Millisecond)
-	require.Equal(t, 2, s.waiting.n)
-	s.ctl.Release(&running.ticket, time.Millisecond)
-	s.collect()
+	require.Equal(t, 2, f.waiting.n)
+	f.ctl.Release(&running.ticket, time.Millisecond)
+	s.collect(f)
 	require.Equal(t, admission.Admitted, second.ticket.State(), "SJF admits the cheaper, later one")
 	require.Equal(t, admission.Queued, first.ticket.State())
-	require.Equal(t, 1, s.waiting.n)
-	require.Same(t, first, s.waiting.front(0))
+	require.Equal(t, 1, f.waiting.n)
+	require.Same(t, first, f.waiting.front(0))
 	require.Equal(t, 1, s.cluster.backends[0].db.Running(), "the admitted one went to the database")
 	require.False(t, second.waiting)
 }

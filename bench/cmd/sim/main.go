@@ -8,6 +8,12 @@
 // experiment instead, reads across a primary and its replicas under each balance policy:
 //
 //	go run ./bench/cmd/sim balance -out bench/results/sim-balance [-seed 1] [-quick] [-limit 8s] ...
+//
+// The fleet subcommand runs the fleet experiment: N proxies, each with its own adaptive
+// controller, in front of one database, alone and coordinated by internal/fleet's rule, and a
+// fleet whose members join and leave:
+//
+//	go run ./bench/cmd/sim fleet -out bench/results/sim-fleet [-seed 1] [-quick] [-sizes 1,2,3,10] ...
 package main
 
 import (
@@ -36,8 +42,13 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) > 0 && args[0] == "balance" {
-		return runBalance(args[1:])
+	if len(args) > 0 {
+		switch args[0] {
+		case "balance":
+			return runBalance(args[1:])
+		case "fleet":
+			return runFleet(args[1:])
+		}
 	}
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	out := fs.String("out", "bench/results/sim", "directory for the charts and README.md")
@@ -48,7 +59,7 @@ func run(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q; the flags are -out, -seed, -quick and -workers, or the subcommand balance first", fs.Args())
+		return fmt.Errorf("unexpected arguments %q; the flags are -out, -seed, -quick and -workers, or the subcommand balance or fleet first", fs.Args())
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)

@@ -11,7 +11,8 @@ import (
 func TestRunRefusesBadArguments(t *testing.T) {
 	for _, args := range [][]string{{"-no-such-flag"}, {"extra"}, {"-seed", "x"},
 		{"balance", "extra"}, {"balance", "-policies", "self,random"}, {"balance", "-replicas", "1,x"},
-		{"balance", "-clients", "100", "-detail", "175"}} {
+		{"balance", "-clients", "100", "-detail", "175"},
+		{"fleet", "extra"}, {"fleet", "-sizes", "2,3"}, {"fleet", "-sizes", "1,x"}, {"fleet", "-interval", "0s"}} {
 		require.Error(t, run(args), "%q", args)
 	}
 }
@@ -25,6 +26,20 @@ func TestRunBalance(t *testing.T) {
 	require.Contains(t, string(md), "go run ./bench/cmd/sim balance -quick -out "+dir)
 	require.NotContains(t, string(md), "## With a per-backend limit", "-limit 0 runs no limited set")
 	for _, f := range []string{"peak-throughput.png", "throughput.png", "point-read.png"} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+	}
+}
+
+func TestRunFleet(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, run([]string{"fleet", "-quick", "-out", dir, "-sizes", "1,2", "-interval", "1s", "-ttl", "4s"}))
+	md, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "go run ./bench/cmd/sim fleet -quick -out "+dir)
+	require.Contains(t, string(md), "every 1s, lease 4s", "the fleet's timing from the flags")
+	require.Contains(t, string(md), "every 40s, lease 2m40s", "and on the model's time scale")
+	for _, f := range []string{"sum-0.png", "members-2-alone.png", "churn-shares-0.png"} {
 		_, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err)
 	}

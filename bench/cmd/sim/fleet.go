@@ -1,0 +1,82 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/gatekeeperdb/gatekeeper/bench/sim"
+)
+
+// runFleet runs the fleet experiment: sim fleet [flags].
+func runFleet(args []string) error {
+	def := sim.DefaultFleetSetup(false)
+	fs := flag.NewFlagSet("sim fleet", flag.ContinueOnError)
+	out := fs.String("out", "bench/results/sim-fleet", "directory for the charts and README.md")
+	seed := fs.Uint64("seed", 1, "seed of the simulations; the same seed gives the same results")
+	quick := fs.Bool("quick", false, "shorter runs")
+	workers := fs.Int("workers", 0, "simulations run at once; 0 is one per CPU")
+	sizes := fs.String("sizes", joinInts(def.Sizes), "fleet sizes, comma-separated, the first 1")
+	overload := fs.Float64("overload", def.Overload, "clients as a multiple of those that saturate the database")
+	seeds := fs.Int("seeds", def.Seeds, "seeds the alone and coordinated runs are made with (the first shown in full); -quick makes one unless set")
+	interval := fs.Duration("interval", sim.ProxyTiming.Interval, "the fleet's interval; the coordinated runs are made at it and at it on the model's time scale")
+	ttl := fs.Duration("ttl", sim.ProxyTiming.TTL, "how long a member's record is held after it was published (its lease)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("fleet: unexpected arguments %q", fs.Args())
+	}
+
+	s := sim.DefaultFleetSetup(*quick)
+	s.Overload = *overload
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "seeds" {
+			s.Seeds = *seeds
+		}
+	})
+	var err error
+	if s.Sizes, err = parseInts(*sizes); err != nil {
+		return fmt.Errorf("fleet: -sizes: %w", err)
+	}
+	s.Timings = sim.ProxyTimings(sim.FleetTiming{Interval: *interval, TTL: *ttl}, s.AutoInterval)
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+
+	start := time.Now()
+	res, err := sim.RunFleet(s, *seed, *workers)
+	if err != nil {
+		return err
+	}
+	if err := res.WriteCharts(*out); err != nil {
+		return err
+	}
+	meta := sim.Meta{
+		Command:   strings.TrimSpace("go run ./bench/cmd/sim fleet " + strings.Join(args, " ")),
+		Machine:   machine(),
+		GoVersion: runtime.Version(),
+		Elapsed:   time.Since(start),
+	}
+	path := filepath.Join(*out, "README.md")
+	if err := writeReport(path, func(w io.Writer) error { return res.WriteMarkdown(w, meta) }); err != nil {
+		return err
+	}
+
+	h := res.Headlines()
+	fmt.Printf("sim fleet: in %s; wrote %s\n", meta.Elapsed.Round(time.Millisecond), path)
+	fmt.Printf("sim fleet: single controller settled at %s; %d alone add up to %.2fx it", h.Settled.Round(time.Millisecond), h.Largest, h.Alone.SumRatio)
+	for t, c := range h.Coordinated {
+		fmt.Printf(", coordinated every %s %.2fx", s.Timings[t].Interval, c.SumRatio)
+	}
+	fmt.Println()
+	return nil
+}
