@@ -372,6 +372,10 @@ func (c *Controller) Tick(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expire(now)
+	if g := &c.granter; !g.heldUntil.IsZero() && !now.Before(g.heldUntil) {
+		g.heldUntil = time.Time{} // a hold that was not ended ends at its bound
+		c.dispatch(now)
+	}
 	if c.cfg.Auto.Enabled && !c.following {
 		before := c.granter.capacity
 		ended := c.check(now)

@@ -21,6 +21,9 @@ type granter struct {
 	// holds the database to one unit at a time.
 	learnt int
 	solo   bool
+	// heldUntil: until then nothing new starts (another member of a fleet times units
+	// alone; see Controller.Hold).
+	heldUntil time.Time
 
 	load        time.Duration // expected cost of the running units
 	lengthyLoad time.Duration // the part of load that lengthy units hold (with the reserve on)
@@ -73,6 +76,9 @@ func (g *granter) lengthy(t *Ticket) bool { return g.reserveCfg.lengthy(&t.req) 
 // fits says whether t may start now, and whether it would run in the lengthy lane; parked
 // is how many lengthy units wait for the lane (see paceFloor).
 func (g *granter) fits(t *Ticket, now time.Time, parked int) (ok, lane bool) {
+	if now.Before(g.heldUntil) {
+		return false, false
+	}
 	if m := g.maxRunning(); m > 0 && g.running >= m || g.soloOnly() {
 		return false, false
 	}

@@ -42,6 +42,12 @@ func (c *Controller) Share(capacity time.Duration, adapt bool) {
 	if !adapt && c.adjuster.checking {
 		c.adjuster.endCheck(now, c.reading())
 	}
+	if adapt && c.following && c.cfg.Auto.Enabled {
+		// Elected after following: the capacity it was given is the fleet's settled one,
+		// not a cold start's to double.
+		c.adjuster.grad.settled, c.adjuster.warm = true, true
+		c.adjuster.state.Phase = c.adjuster.phase()
+	}
 	c.following = !adapt
 	if capacity > 0 && capacity != c.granter.capacity {
 		c.granter.setCapacity(capacity)
@@ -55,4 +61,29 @@ func (c *Controller) Following() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.following
+}
+
+// Checking tells whether a solo check is under way, and until when it may last: the fleet
+// holds the other members' units while the adjuster times its own alone.
+func (c *Controller) Checking() (on bool, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.adjuster.checking {
+		return false, time.Time{}
+	}
+	return true, c.adjuster.checkAt.Add(c.adjuster.checkLength())
+}
+
+// Hold starts no new unit until until (the zero time: from now on again), so that another
+// member of the fleet can time its units alone in the database; running units go on, and
+// units that fit start once the hold ends (at the latest at the Tick after it).
+func (c *Controller) Hold(until time.Time) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.granter.heldUntil = until
+	if !now.Before(until) {
+		c.granter.heldUntil = time.Time{}
+		c.dispatch(now)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -71,16 +72,23 @@ type Member struct {
 
 	cli *clientv3.Client
 
-	// The loop's own state.
+	// The sync loop's own state.
 	sess     *concurrency.Session
 	stopElec context.CancelFunc
-	steps    map[string]Step
 	sums     map[string]time.Duration
+	demand   map[string]time.Duration // smoothed over intervals
 	samples  int
 
 	mu     sync.Mutex
 	status Status
 	leader bool // set by the campaign
+	// steps are each backend's step in force; lease is the session's (0: none), for what
+	// react publishes between syncs.
+	steps map[string]Step
+	lease clientv3.LeaseID
+	// told is the last move of each backend's fleet capacity an adjuster told between
+	// syncs: newer than its record.
+	told map[string]signal
 }
 
 // New connects to the fleet's etcd (the connection is made lazily: an etcd that is down
@@ -92,7 +100,7 @@ func New(cfg Config, backends func() []Backend, log *slog.Logger, m *Metrics) (*
 		return nil, err
 	}
 	mb := &Member{cfg: cfg, backends: backends, log: log, cli: cli, steps: map[string]Step{},
-		sums: map[string]time.Duration{}}
+		sums: map[string]time.Duration{}, demand: map[string]time.Duration{}, told: map[string]signal{}}
 	if m != nil {
 		mb.m = &m.metrics
 	}
@@ -122,6 +130,9 @@ func (mb *Member) Run(ctx context.Context) {
 	defer tick.Stop()
 	mb.sample()
 	mb.sync(ctx)
+	reacting := make(chan struct{})
+	go func() { mb.react(ctx); close(reacting) }() // ends with ctx
+	defer func() { <-reacting }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -147,15 +158,24 @@ func (mb *Member) sample() {
 	mb.samples++
 }
 
-// demands returns the interval's mean demand of each backend and starts the next interval.
+// demandWeight is the weight of the last interval's mean in the demand a member publishes:
+// under SJF a member's demand is mostly its queue of heavy units, which swings from one
+// interval to the next, and the shares would swing with it.
+const demandWeight = 0.5
+
+// demands returns each backend's demand, the interval's mean smoothed over the intervals
+// before, and starts the next interval.
 func (mb *Member) demands() map[string]time.Duration {
-	out := make(map[string]time.Duration, len(mb.sums))
 	for k, s := range mb.sums {
-		out[k] = s / time.Duration(max(mb.samples, 1))
+		mean := s / time.Duration(max(mb.samples, 1))
+		if prev, ok := mb.demand[k]; ok {
+			mean = time.Duration(demandWeight*float64(mean) + (1-demandWeight)*float64(prev))
+		}
+		mb.demand[k] = mean
 	}
 	clear(mb.sums)
 	mb.samples = 0
-	return out
+	return maps.Clone(mb.demand)
 }
 
 // sync publishes the member's record, reads the others', and takes each backend's share.
@@ -169,7 +189,7 @@ func (mb *Member) sync(ctx context.Context) {
 	backends := mb.backends()
 	mine := record{Name: mb.cfg.Name, Adjuster: mb.isLeader(), Backends: map[string]Record{}, At: time.Now()}
 	for _, b := range backends {
-		mine.Backends[b.Key] = Record{Demand: demand[b.Key], Capacity: b.Ctl.Capacity(), Fleet: mb.steps[b.Key].Fleet}
+		mine.Backends[b.Key] = Record{Demand: demand[b.Key], Capacity: b.Ctl.Capacity(), Fleet: mb.step(b.Key).Fleet}
 	}
 	buf, err := json.Marshal(mine)
 	if err != nil {
@@ -232,10 +252,14 @@ func (mb *Member) apply(members []record, backends []Backend) {
 		for i, r := range members {
 			recs[i] = r.Backends[b.Key] // zero when the member does not know the backend
 		}
-		prev := mb.steps[b.Key]
-		step := Next(recs, self, adjuster, prev, b.Ctl.Capacity(), b.Fixed)
+		mb.mu.Lock()
+		if t, ok := mb.told[b.Key]; ok && adjuster >= 0 && adjuster != self && t.By == members[adjuster].Name {
+			recs[adjuster].Fleet = t.Fleet // told since it published its record
+		}
+		mb.mu.Unlock()
+		step := Next(recs, self, adjuster, mb.step(b.Key), b.Ctl.Capacity(), b.Fixed)
 		b.Ctl.Share(step.Capacity, step.Adapt)
-		mb.steps[b.Key] = step
+		mb.setStep(b.Key, step)
 		st.Backends[b.Key] = BackendStatus{Demand: recs[self].Demand, Capacity: step.Capacity, Fleet: step.Fleet,
 			Share: step.Share, Adapts: step.Adapt}
 		if mb.m != nil {
@@ -298,6 +322,9 @@ func (mb *Member) join(ctx context.Context) error {
 		return err
 	}
 	mb.sess = sess
+	mb.mu.Lock()
+	mb.lease = sess.Lease()
+	mb.mu.Unlock()
 	ectx, stop := context.WithCancel(ctx)
 	mb.stopElec = stop
 	go mb.campaign(ectx, sess)
@@ -344,6 +371,9 @@ func (mb *Member) dropSession() {
 	}
 	mb.setLeader(false)
 	mb.sess = nil
+	mb.mu.Lock()
+	mb.lease = 0
+	mb.mu.Unlock()
 }
 
 // leave deletes the member's keys (its lease), so that the others take its share at their
@@ -364,6 +394,19 @@ func (mb *Member) leave() {
 }
 
 func (mb *Member) memberKey(name string) string { return mb.cfg.Prefix + "members/" + name }
+
+// step returns the backend's step in force.
+func (mb *Member) step(key string) Step {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	return mb.steps[key]
+}
+
+func (mb *Member) setStep(key string, s Step) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	mb.steps[key] = s
+}
 
 // Status is the member's view of the fleet, for the admin API and gatekeeper top.
 type Status struct {

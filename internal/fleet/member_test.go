@@ -117,3 +117,27 @@ func TestFleetOneAdjuster(t *testing.T) {
 	waitCapacity(t, 5*time.Second, 60*time.Millisecond, b)
 	require.False(t, b.ctl.Following(), "the new adjuster adapts")
 }
+
+// TestFleetSignals: between syncs a follower starts nothing new while the adjuster times
+// its units alone, and takes its share of a move of the fleet's capacity at once.
+func TestFleetSignals(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	a := startMember(t, etcd.Endpoint, "a", 60*time.Millisecond, true)
+	require.Eventually(t, func() bool { return a.Status().Leader }, 5*time.Second, 20*time.Millisecond)
+	b := startMember(t, etcd.Endpoint, "b", 10*time.Millisecond, true)
+	waitCapacity(t, 5*time.Second, 30*time.Millisecond, a, b)
+
+	etcd.Put("/test/probe/primary", `{"by":"a","for_ns":5000000000}`)
+	require.Eventually(t, func() bool { return !b.ctl.Room(time.Millisecond) }, time.Second, 5*time.Millisecond,
+		"the follower still admits during the adjuster's solo check")
+	cli := etcd.Client()
+	defer cli.Close()
+	_, err := cli.Delete(context.Background(), "/test/probe/primary")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return b.ctl.Room(time.Millisecond) }, time.Second, 5*time.Millisecond,
+		"the follower holds after the solo check ended")
+
+	etcd.Put("/test/capacity/primary", `{"by":"a","fleet_ns":200000000}`)
+	took := waitCapacity(t, 2*time.Second, 100*time.Millisecond, b)
+	require.Less(t, took, 100*time.Millisecond, "the follower took the move at its next interval, not at once")
+}

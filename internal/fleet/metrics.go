@@ -11,7 +11,7 @@ type Metrics struct{ metrics }
 
 type metrics struct {
 	up, lastSync, members, adjuster    prometheus.Gauge
-	syncErrors                         prometheus.Counter
+	syncErrors, held                   prometheus.Counter
 	share, fleetCap, memberCap, demand *prometheus.GaugeVec
 	config                             *prometheus.CounterVec
 }
@@ -31,6 +31,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		adjuster: gauge("gatekeeper_fleet_adjuster", "1 while this member is the one that adapts the fleet's capacity."),
 		syncErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "gatekeeper_fleet_sync_errors_total",
 			Help: "Syncs with the fleet's etcd that failed; the shares in force stayed."}),
+		held: prometheus.NewCounter(prometheus.CounterOpts{Name: "gatekeeper_fleet_holds_total",
+			Help: "Times this member started nothing new while the adjuster timed its units alone (a fleet-wide solo check)."}),
 		share:     byBackend("gatekeeper_fleet_share", "This member's part of the backend's fleet capacity (0 to 1)."),
 		fleetCap:  byBackend("gatekeeper_fleet_capacity_seconds", "The fleet's capacity for the backend, as this member holds it."),
 		memberCap: byBackend("gatekeeper_fleet_member_capacity_seconds", "The capacity this member admits against on the backend: its share of the fleet's."),
@@ -38,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		config: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gatekeeper_fleet_config_changes_total",
 			Help: "Changes of the shared configuration read from etcd, by result: applied, or refused (the running configuration stayed)."}, []string{"result"}),
 	}}
-	reg.MustRegister(m.up, m.lastSync, m.members, m.adjuster, m.syncErrors, m.share, m.fleetCap, m.memberCap, m.demand, m.config)
+	reg.MustRegister(m.up, m.lastSync, m.members, m.adjuster, m.syncErrors, m.held, m.share, m.fleetCap, m.memberCap, m.demand, m.config)
 	m.config.WithLabelValues("applied")
 	m.config.WithLabelValues("refused")
 	return m

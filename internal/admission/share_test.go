@@ -1,0 +1,37 @@
+package admission
+
+import (
+	"testing"
+	"time"
+)
+
+// A hold starts nothing new until it ends; running units go on; at its end what fits
+// starts, by Hold or at the Tick past its bound.
+func TestHoldStartsNothingNew(t *testing.T) {
+	clock := NewManualClock(time.Unix(1000, 0))
+	c := New(Config{Capacity: 100 * time.Millisecond, QueueTimeout: time.Minute, MaxQueue: 10}, clock)
+	var a, b, d Ticket
+	if st, _ := c.Arrive(&a, Request{Cost: 10 * time.Millisecond}); st != Admitted {
+		t.Fatalf("before the hold: %v", st)
+	}
+	c.Hold(clock.Now().Add(time.Second))
+	if st, _ := c.Arrive(&b, Request{Cost: 10 * time.Millisecond}); st != Queued {
+		t.Fatalf("during the hold a unit that fits was %v, want queued", st)
+	}
+	if c.Room(time.Millisecond) {
+		t.Error("Room says yes during a hold")
+	}
+	c.Hold(time.Time{})
+	if b.State() != Admitted {
+		t.Fatalf("after the hold ended: %v", b.State())
+	}
+	c.Hold(clock.Now().Add(time.Second))
+	if st, _ := c.Arrive(&d, Request{Cost: 10 * time.Millisecond}); st != Queued {
+		t.Fatalf("during the second hold: %v", st)
+	}
+	clock.Advance(time.Second)
+	c.Tick(clock.Now())
+	if d.State() != Admitted {
+		t.Fatalf("at the Tick past the hold's bound: %v", d.State())
+	}
+}
