@@ -281,6 +281,10 @@ type adjuster struct {
 	sizes     [sizeBuckets]time.Duration
 	sizedSum  time.Duration
 	sizeFloor time.Duration
+	// share is the part of a fleet's capacity this controller's is (0: alone); the bounds
+	// (capacity_min, capacity_max, the size floor) are the fleet's, and hold its capacity,
+	// not the share (see ofShare).
+	share float64
 	// area is the running units integrated over the window (unit-seconds, in ns), from
 	// areaAt on, outside solo checks, loadArea their estimated costs (in ns²), and
 	// cappedArea the time in it during which units waited while the bound on units running
@@ -569,7 +573,7 @@ func (u *adjuster) movesFrom(set time.Duration, w windowStats) time.Duration {
 	if u.cappedArea >= bindingUse*float64(w.measured) && w.queued && w.n >= minTuneSamples &&
 		w.level*deadBand >= a.Stretch && held < set {
 		u.release()
-		return max(held, a.Min)
+		return max(held, u.ofShare(a.Min))
 	}
 	return set
 }
@@ -654,9 +658,9 @@ func (u *adjuster) stretchMove(capacity time.Duration, w windowStats) move {
 func (u *adjuster) judge(capacity, set time.Duration, mv move, w windowStats) (time.Duration, Decision) {
 	a := u.cfg
 	next, d := mv.next, mv.d
-	if lo := max(a.Min, u.sizeFloor); next < lo {
+	if lo := u.ofShare(max(a.Min, u.sizeFloor)); next < lo {
 		// Not under the units' size: up to it, when the capacity is under.
-		if next = min(lo, a.Max); next > capacity {
+		if next = min(lo, u.ofShare(a.Max)); next > capacity {
 			d = DecisionUp
 		}
 	}
@@ -669,7 +673,7 @@ func (u *adjuster) judge(capacity, set time.Duration, mv move, w windowStats) (t
 	next, d = u.judgeClimb(capacity, next, d, mv.climb, w.rate, w.work, w.level, a)
 	next, d = u.probe(capacity, next, d, w.bound, w.rate, w.work, w.level, a)
 	next, d = u.judgeDescent(capacity, next, d, w.rate, w.work, w.stretch, w.level, a)
-	next = min(max(next, a.Min, u.sizeFloor), a.Max)
+	next = min(max(next, u.ofShare(max(a.Min, u.sizeFloor))), u.ofShare(a.Max))
 	if next == capacity && (d == DecisionUp || d == DecisionDown || d == DecisionProbe) {
 		d = DecisionHold // at a bound
 	}
@@ -807,4 +811,13 @@ func grow(c time.Duration, step float64) time.Duration {
 // shrink is c smaller by step: c/(1+step).
 func shrink(c time.Duration, step float64) time.Duration {
 	return c - time.Duration(float64(c)*step/(1+step))
+}
+
+// ofShare returns a bound on the fleet's capacity as a bound on this controller's: share of
+// it in a fleet, all of it alone.
+func (u *adjuster) ofShare(d time.Duration) time.Duration {
+	if u.share <= 0 || u.share >= 1 {
+		return d
+	}
+	return max(time.Duration(u.share*float64(d)), 1)
 }

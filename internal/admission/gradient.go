@@ -160,7 +160,7 @@ func (u *adjuster) adaptGradient(now time.Time, set time.Duration, r reading) ti
 	copy(g.floors[1:], g.floors[:])
 	g.floors[0] = u.sizeFloor
 	floor := median3(float64(g.floors[0]), float64(g.floors[1]), float64(g.floors[2]))
-	next = min(max(next, a.Min, time.Duration(floor)), a.Max)
+	next = min(max(next, u.ofShare(max(a.Min, time.Duration(floor)))), u.ofShare(a.Max))
 	if next == set && (d == DecisionUp || d == DecisionDown) {
 		d = DecisionHold // at a bound
 	}
@@ -270,7 +270,7 @@ func (g *gradient) band() float64 {
 // floor while units waited, or the stretch read far from the target once settled.
 func (u *adjuster) askProbe(next time.Duration, w windowStats) {
 	a, g := u.cfg, &u.grad
-	if next <= a.Min && w.queued {
+	if next <= u.ofShare(a.Min) && w.queued {
 		if g.floor++; g.floor >= gradFloorWindows {
 			u.stale, g.floor = true, 0
 		}

@@ -56,6 +56,16 @@ func (c *Controller) Share(capacity time.Duration, adapt bool) {
 	c.dispatch(now)
 }
 
+// SetShare says what part of the fleet's capacity this controller's is (1 or 0: alone):
+// the adaptive capacity's bounds (capacity_min, capacity_max, the size floor) are the
+// fleet's, so that the adjuster, adapting its share, holds the fleet's capacity within
+// them, not its own share.
+func (c *Controller) SetShare(share float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adjuster.share = share
+}
+
 // Following tells whether the controller holds a capacity the fleet gave it.
 func (c *Controller) Following() bool {
 	c.mu.Lock()

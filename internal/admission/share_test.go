@@ -35,3 +35,17 @@ func TestHoldStartsNothingNew(t *testing.T) {
 		t.Fatalf("at the Tick past the hold's bound: %v", d.State())
 	}
 }
+
+// In a fleet the adaptive capacity's bounds are the fleet's: an adjuster with a third of
+// the fleet's capacity may go down to a third of capacity_min.
+func TestShareScalesTheBounds(t *testing.T) {
+	var u adjuster
+	u.reset(AutoConfig{Enabled: true, Min: 30 * time.Millisecond, Max: time.Second}, time.Unix(0, 0))
+	if got := u.ofShare(u.cfg.Min); got != 30*time.Millisecond {
+		t.Errorf("alone, the bound is %v; want capacity_min", got)
+	}
+	u.share = 1.0 / 3
+	if got := u.ofShare(u.cfg.Min); got != 10*time.Millisecond {
+		t.Errorf("with a third of the fleet's capacity, the bound is %v; want 10ms", got)
+	}
+}

@@ -258,6 +258,7 @@ func (mb *Member) apply(members []record, backends []Backend) {
 		}
 		mb.mu.Unlock()
 		step := Next(recs, self, adjuster, mb.step(b.Key), b.Ctl.Capacity(), b.Fixed)
+		b.Ctl.SetShare(step.Share)
 		b.Ctl.Share(step.Capacity, step.Adapt)
 		mb.setStep(b.Key, step)
 		st.Backends[b.Key] = BackendStatus{Demand: recs[self].Demand, Capacity: step.Capacity, Fleet: step.Fleet,
@@ -389,6 +390,7 @@ func (mb *Member) leave() {
 		cancel()
 	}
 	for _, b := range mb.backends() {
+		b.Ctl.SetShare(0)
 		b.Ctl.Share(b.Ctl.Capacity(), true)
 	}
 }
