@@ -172,11 +172,11 @@ var Checks = []Check{
 			"fleet.lease_ttl 3s), admission.capacity 90ms from the shared configuration in etcd, 4 clients per proxy " +
 			"running DO SLEEP(0.01) throughout. kill -9 of one member; etcd killed for 3 s, then started again with a " +
 			"fourth proxy joining; admission.capacity changed to 120ms in etcd, then a misspelled key written; a proxy " +
-			"started with that key, and one with GATEKEEPER_ADMISION_ENABLED. Asserts: the members' capacities add up " +
+			"started with that key, and one with GATEKEEPER_ADMISION_ENABLED; check-config with each. Asserts: the members' capacities add up " +
 			"to the fleet's (within 2%); the killed member's share is with the others within the lease + 1 s; without " +
 			"etcd the shares stay and every member serves; once etcd is back three members share again; the change is " +
 			"applied by every member within 1 s; the misspelled key is refused by every member with the running " +
-			"configuration kept; both misspelled starts fail naming the setting meant; no client error at the members " +
+			"configuration kept; both misspelled starts and check-configs fail naming the setting meant; no client error at the members " +
 			"not killed.",
 	},
 }

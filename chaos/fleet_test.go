@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +112,19 @@ func TestFleet(t *testing.T) {
 		t.Errorf("serve with GATEKEEPER_ADMISION_ENABLED: %v, printed %q; want a failure naming GATEKEEPER_ADMISSION_ENABLED", err2, out2)
 	}
 	report(check, "serve refused a misspelled etcd key (%q) and a misspelled variable (%q)", lastLine(out), lastLine(out2))
+	empty := filepath.Join(t.TempDir(), "gatekeeper.yaml")
+	if err := os.WriteFile(empty, []byte("mode: passthrough\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runGatekeeper(t, []string{"check-config", empty}, memberSettings(etcd, "e"), nil)
+	if err == nil || !strings.Contains(out, "did you mean admission.capacity") {
+		t.Errorf("check-config with a misspelled etcd key: %v, printed %q; want a failure naming admission.capacity", err, out)
+	}
+	out2, err2 = runGatekeeper(t, []string{"check-config", empty}, map[string]string{}, []string{"GATEKEEPER_ADMISION_ENABLED=true"})
+	if err2 == nil || !strings.Contains(out2, "GATEKEEPER_ADMISSION_ENABLED") {
+		t.Errorf("check-config with GATEKEEPER_ADMISION_ENABLED: %v, printed %q; want a failure naming GATEKEEPER_ADMISSION_ENABLED", err2, out2)
+	}
+	report(check, "check-config refused them alike")
 
 	for _, g := range []*gatekeeper{a, b, d} {
 		l := loads[g]
