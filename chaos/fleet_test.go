@@ -42,9 +42,12 @@ func TestFleet(t *testing.T) {
 	for _, g := range all {
 		loads[g] = startFleetLoad(t, g)
 	}
-	time.Sleep(2 * fleetInterval) // the load's demand reaches the shares
+	time.Sleep(2 * fleetInterval) // the load's demand reaches the shares, still growing
 	sum, within := sharesAddUp(t, fleetCapacity, all...)
-	report(check, "3 members under load: their capacities add up to %v of the fleet's %v (%s)", sum, fleetCapacity, within)
+	time.Sleep(4 * fleetInterval) // settled
+	settled, settledWithin := sharesAddUp(t, fleetCapacity, all...)
+	report(check, "3 members under load: their capacities add up to %v of the fleet's %v (%s) 1 s after the load began, %v (%s) 2 s later",
+		sum.Round(100*time.Microsecond), fleetCapacity, within, settled.Round(100*time.Microsecond), settledWithin)
 
 	c.kill()
 	took := waitShares(t, fleetTTL+2*time.Second, "the killed member's share with the others", 2, fleetCapacity, a, b)
