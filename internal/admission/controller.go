@@ -26,6 +26,9 @@ type Controller struct {
 	// following: the capacity is a share that a fleet of proxies gives (see Share); the
 	// adaptive capacity holds it.
 	following bool
+	// drained: in a fleet, the other members run nothing on the backend, for the solo
+	// check under way (see Drained).
+	drained bool
 }
 
 // Counters count what happened to units since start.
@@ -502,6 +505,9 @@ func (c *Controller) completed(t *Ticket, busy time.Duration, now time.Time) {
 // check starts or ends a solo check at now (see adjuster.check); it returns whether one
 // ended.
 func (c *Controller) check(now time.Time) bool {
+	if c.adjuster.checking && c.granter.busyElsewhere && now.Sub(c.adjuster.checkAt) < DrainWait {
+		return false // the fleet's other members drain for it; it is timed from then on
+	}
 	ended := c.adjuster.check(now, c.reading())
 	c.adjusted()
 	return ended
@@ -525,6 +531,10 @@ func (c *Controller) adapt(now time.Time) {
 // units (while the adaptive capacity is on), and one unit at a time during a solo check.
 func (c *Controller) adjusted() {
 	c.granter.learnt, c.granter.solo = 0, c.adjuster.checking
+	if !c.adjuster.checking {
+		c.drained = false
+	}
+	c.granter.busyElsewhere = c.adjuster.share > 0 && c.adjuster.share < 1 && !c.drained
 	if c.cfg.Auto.Enabled {
 		c.granter.learnt = c.adjuster.state.MaxRunning
 	}

@@ -24,6 +24,10 @@ type granter struct {
 	// heldUntil: until then nothing new starts (another member of a fleet times units
 	// alone; see Controller.Hold).
 	heldUntil time.Time
+	// busyElsewhere: other members of a fleet may be running units on the database, so
+	// that a unit that starts with none of this controller's own running is not alone in
+	// it (see Controller.Drained).
+	busyElsewhere bool
 
 	load        time.Duration // expected cost of the running units
 	lengthyLoad time.Duration // the part of load that lengthy units hold (with the reserve on)
@@ -184,7 +188,7 @@ func (g *granter) start(t *Ticket, now time.Time, lane bool) {
 	t.end = now.Add(t.req.service())
 	g.active.push(t)
 	g.admits++
-	t.alone, t.admitNo = g.running == 0, g.admits
+	t.alone, t.admitNo = g.running == 0 && !g.busyElsewhere, g.admits
 	g.load += t.req.Cost
 	if t.lengthy {
 		g.lengthyLoad += t.req.Cost

@@ -60,10 +60,46 @@ func (c *Controller) Share(capacity time.Duration, adapt bool) {
 // the adaptive capacity's bounds (capacity_min, capacity_max, the size floor) are the
 // fleet's, so that the adjuster, adapting its share, holds the fleet's capacity within
 // them, not its own share.
+//
+// In a fleet a unit that runs with none of this controller's own beside it is not alone in
+// the database, and does not time the database alone, but during a solo check that the
+// other members drained for (Drained).
 func (c *Controller) SetShare(share float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.adjuster.share = share
+	c.adjusted()
+}
+
+// Drained says that the fleet's other members run nothing on the backend now, for the solo
+// check under way (they hold, and their running units ended): from now on a unit that runs
+// alone here runs alone in the database, and the check lasts its full length from now. It
+// returns the check's new end; false when no check is under way.
+func (c *Controller) Drained() (until time.Time, ok bool) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.adjuster.checking {
+		return time.Time{}, false
+	}
+	if !c.drained {
+		c.drained = true
+		c.adjuster.checkAt = now
+		c.adjusted()
+	}
+	return c.adjuster.checkAt.Add(c.adjuster.checkLength()), true
+}
+
+// DrainWait is how long a solo check in a fleet waits for the other members to drain (see
+// Drained); one they have not drained for by then ends after its length, having timed no
+// unit alone.
+const DrainWait = time.Second
+
+// Running returns how many units run now.
+func (c *Controller) Running() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.granter.running
 }
 
 // Following tells whether the controller holds a capacity the fleet gave it.
@@ -80,6 +116,9 @@ func (c *Controller) Checking() (on bool, until time.Time) {
 	defer c.mu.Unlock()
 	if !c.adjuster.checking {
 		return false, time.Time{}
+	}
+	if c.granter.busyElsewhere {
+		return true, c.adjuster.checkAt.Add(DrainWait + c.adjuster.checkLength())
 	}
 	return true, c.adjuster.checkAt.Add(c.adjuster.checkLength())
 }

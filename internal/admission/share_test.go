@@ -49,3 +49,23 @@ func TestShareScalesTheBounds(t *testing.T) {
 		t.Errorf("with a third of the fleet's capacity, the bound is %v; want 10ms", got)
 	}
 }
+
+// In a fleet a unit that starts with none of the controller's own beside it is not alone in
+// the database: the other members' may run.
+func TestFleetUnitIsNotAloneUnlessDrained(t *testing.T) {
+	clock := NewManualClock(time.Unix(1000, 0))
+	c := New(Config{Capacity: 100 * time.Millisecond, QueueTimeout: time.Minute, MaxQueue: 10}, clock)
+	var a, b Ticket
+	c.SetShare(0.5)
+	if st, _ := c.Arrive(&a, Request{Cost: time.Millisecond}); st != Admitted || a.alone {
+		t.Fatalf("in a fleet: %v, alone %v; want admitted, not alone", st, a.alone)
+	}
+	c.Release(&a, time.Millisecond)
+	if _, ok := c.Drained(); ok {
+		t.Error("Drained without a solo check under way")
+	}
+	c.SetShare(0)
+	if st, _ := c.Arrive(&b, Request{Cost: time.Millisecond}); st != Admitted || !b.alone {
+		t.Fatalf("alone again: %v, alone %v; want admitted alone", st, b.alone)
+	}
+}

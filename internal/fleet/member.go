@@ -89,6 +89,8 @@ type Member struct {
 	// told is the last move of each backend's fleet capacity an adjuster told between
 	// syncs: newer than its record.
 	told map[string]signal
+	// holds are the other members' solo checks this member holds for, by backend.
+	holds map[string]hold
 }
 
 // New connects to the fleet's etcd (the connection is made lazily: an etcd that is down
@@ -100,7 +102,7 @@ func New(cfg Config, backends func() []Backend, log *slog.Logger, m *Metrics) (*
 		return nil, err
 	}
 	mb := &Member{cfg: cfg, backends: backends, log: log, cli: cli, steps: map[string]Step{},
-		sums: map[string]time.Duration{}, demand: map[string]time.Duration{}, told: map[string]signal{}}
+		sums: map[string]time.Duration{}, demand: map[string]time.Duration{}, told: map[string]signal{}, holds: map[string]hold{}}
 	if m != nil {
 		mb.m = &m.metrics
 	}
