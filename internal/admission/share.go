@@ -56,6 +56,11 @@ func (c *Controller) Share(capacity time.Duration, adapt bool) {
 	c.dispatch(now)
 }
 
+// SetShare, Drained and Running serve a stricter fleet rule that the simulator compares
+// (bench/sim's RuleDrain) and that internal/fleet does not run: with it the adjuster's times
+// alone were the database's, but the members ran heavy units past their shares and the
+// fleet's capacity sank to its floor (bench/results/sim-fleet).
+
 // SetShare says what part of the fleet's capacity this controller's is (1 or 0: alone):
 // the adaptive capacity's bounds (capacity_min, capacity_max, the size floor) are the
 // fleet's, so that the adjuster, adapting its share, holds the fleet's capacity within

@@ -89,8 +89,6 @@ type Member struct {
 	// told is the last move of each backend's fleet capacity an adjuster told between
 	// syncs: newer than its record.
 	told map[string]signal
-	// holds are the other members' solo checks this member holds for, by backend.
-	holds map[string]hold
 }
 
 // New connects to the fleet's etcd (the connection is made lazily: an etcd that is down
@@ -102,7 +100,7 @@ func New(cfg Config, backends func() []Backend, log *slog.Logger, m *Metrics) (*
 		return nil, err
 	}
 	mb := &Member{cfg: cfg, backends: backends, log: log, cli: cli, steps: map[string]Step{},
-		sums: map[string]time.Duration{}, demand: map[string]time.Duration{}, told: map[string]signal{}, holds: map[string]hold{}}
+		sums: map[string]time.Duration{}, demand: map[string]time.Duration{}, told: map[string]signal{}}
 	if m != nil {
 		mb.m = &m.metrics
 	}
@@ -260,7 +258,6 @@ func (mb *Member) apply(members []record, backends []Backend) {
 		}
 		mb.mu.Unlock()
 		step := Next(recs, self, adjuster, mb.step(b.Key), b.Ctl.Capacity(), b.Fixed)
-		b.Ctl.SetShare(step.Share)
 		b.Ctl.Share(step.Capacity, step.Adapt)
 		mb.setStep(b.Key, step)
 		st.Backends[b.Key] = BackendStatus{Demand: recs[self].Demand, Capacity: step.Capacity, Fleet: step.Fleet,
@@ -392,7 +389,6 @@ func (mb *Member) leave() {
 		cancel()
 	}
 	for _, b := range mb.backends() {
-		b.Ctl.SetShare(0)
 		b.Ctl.Share(b.Ctl.Capacity(), true)
 	}
 }

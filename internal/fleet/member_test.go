@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -141,29 +140,4 @@ func TestFleetSignals(t *testing.T) {
 	etcd.Put("/test/capacity/primary", `{"by":"a","fleet_ns":200000000}`)
 	took := waitCapacity(t, 2*time.Second, 100*time.Millisecond, b)
 	require.Less(t, took, 100*time.Millisecond, "the follower took the move at its next interval, not at once")
-}
-
-// TestFleetDrainsForACheck: a follower holds for the adjuster's solo check and, its own
-// running units ended, writes that it drained for it.
-func TestFleetDrainsForACheck(t *testing.T) {
-	etcd := etcdtest.Start(t)
-	a := startMember(t, etcd.Endpoint, "a", 60*time.Millisecond, true)
-	require.Eventually(t, func() bool { return a.Status().Leader }, 5*time.Second, 20*time.Millisecond)
-	b := startMember(t, etcd.Endpoint, "b", 10*time.Millisecond, true)
-	waitCapacity(t, 5*time.Second, 30*time.Millisecond, a, b)
-	var unit admission.Ticket
-	st, _ := b.ctl.Arrive(&unit, admission.Request{Cost: time.Millisecond})
-	require.Equal(t, admission.Admitted, st)
-
-	etcd.Put("/test/probe/primary", `{"by":"a","for_ns":1500000000,"check":42}`)
-	cli := etcd.Client()
-	defer cli.Close()
-	drained := func() bool {
-		resp, err := cli.Get(context.Background(), "/test/drained/primary/b")
-		return err == nil && len(resp.Kvs) == 1 && strings.Contains(string(resp.Kvs[0].Value), `"check":42`)
-	}
-	time.Sleep(100 * time.Millisecond)
-	require.False(t, drained(), "drained while its own unit still runs")
-	b.ctl.Release(&unit, time.Millisecond)
-	require.Eventually(t, drained, time.Second, 5*time.Millisecond, "no word that it drained once its unit ended")
 }
