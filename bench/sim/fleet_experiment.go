@@ -13,11 +13,11 @@ import (
 // FleetSetup is the fleet experiment: N proxies, each with its own adaptive controller
 // (capacity: auto, sjf) and an equal share of the closed loop's clients, in front of one
 // database at Overload times the clients that saturate it; each N with the controllers alone
-// and coordinated by internal/fleet's rule, at each of Timings. Beside them: the one
+// and coordinated by each of Rules at each of Timings (the Coordinations). Beside them: the one
 // database with no admission, and N static controllers that split the single controller's
-// settled capacity evenly (what a perfect coordination would hold). Then the churn run at
-// each timing: ChurnSize members coordinated, one joining and two leaving, a follower and
-// then the adjuster.
+// settled capacity evenly (what a perfect coordination would hold). Then the churn run in
+// each coordination: ChurnSize members coordinated, one joining and two leaving, a follower
+// and then the adjuster.
 type FleetSetup struct {
 	Database DatabaseConfig
 	// Sigma is the spread of the demand within a class (see NewMix).
@@ -34,8 +34,9 @@ type FleetSetup struct {
 	AutoMin, AutoMax, AutoInterval time.Duration
 	// QueueTimeout is long enough that nothing is shed, as in the other closed-loop runs.
 	QueueTimeout time.Duration
-	// Timings are the fleet's intervals and leases (FleetConfig's Interval and TTL) the
-	// coordinated runs are made with.
+	// Rules are the fleet's rules the coordinated runs are made with, each at each of
+	// Timings, the fleet's intervals, leases and latencies (FleetConfig's).
+	Rules   []FleetRule
 	Timings []FleetTiming
 	// Windows is each run's length in adaptive windows; the second half is measured.
 	Windows int
@@ -49,10 +50,27 @@ type FleetSetup struct {
 	JoinAt, LeaveAt, AdjusterLeaveAt, ChurnEnd time.Duration
 }
 
-// FleetTiming is how often a fleet's members publish and decide, and how long a record is
-// held.
+// FleetTiming is how often a fleet's members publish and decide, how long a record is held,
+// and how long what the adjuster tells between intervals takes to act (FleetConfig's).
 type FleetTiming struct {
-	Interval, TTL time.Duration
+	Interval, TTL, Latency time.Duration
+}
+
+// FleetCoordination is one way of the coordinated runs: a rule at a timing.
+type FleetCoordination struct {
+	Rule   FleetRule
+	Timing FleetTiming
+}
+
+// Coordinations are the setup's ways of coordinating: each rule at each timing, by rule.
+func (s FleetSetup) Coordinations() []FleetCoordination {
+	var out []FleetCoordination
+	for _, r := range s.Rules {
+		for _, t := range s.Timings {
+			out = append(out, FleetCoordination{r, t})
+		}
+	}
+	return out
 }
 
 // proxyWindow is the adaptive capacity's window in the proxy (its default interval), which
@@ -63,12 +81,21 @@ const proxyWindow = 2 * time.Second
 // of autoInterval stands for the proxy's 2 s: at the proxy's defaults an interval is then a
 // quarter of a window, as in the proxy.
 func ProxyTimings(t FleetTiming, autoInterval time.Duration) []FleetTiming {
-	scale := time.Duration(int64(autoInterval / proxyWindow))
-	return []FleetTiming{t, {scale * t.Interval, scale * t.TTL}}
+	scale := modelScale(autoInterval)
+	return []FleetTiming{t, {scale * t.Interval, scale * t.TTL, scale * t.Latency}}
+}
+
+// modelScale is how many times the proxy's times the model's are, when its window of
+// autoInterval stands for the proxy's.
+func modelScale(autoInterval time.Duration) time.Duration {
+	return time.Duration(int64(autoInterval / proxyWindow))
 }
 
 // ProxyTiming is the proxy's default timing.
-var ProxyTiming = FleetTiming{Interval: defaultFleetInterval, TTL: defaultFleetTTL}
+var ProxyTiming = FleetTiming{Interval: defaultFleetInterval, TTL: defaultFleetTTL, Latency: defaultLatency}
+
+// AllRules are the fleet's rules, the proxy's first, then the ones before it, latest first.
+var AllRules = []FleetRule{RuleDrain, RuleReact, RuleInterval}
 
 // DefaultFleetSetup is the setup of the sim fleet command; quick is a shorter one for a
 // smoke run and tests. The database, workload and adaptive capacity are make sim's.
@@ -85,6 +112,7 @@ func DefaultFleetSetup(quick bool) FleetSetup {
 		AutoMax:         base.AutoMax,
 		AutoInterval:    base.AutoInterval,
 		QueueTimeout:    base.ClosedTimeout,
+		Rules:           AllRules,
 		Timings:         ProxyTimings(ProxyTiming, base.AutoInterval),
 		Windows:         100,
 		Seeds:           3,
@@ -120,8 +148,8 @@ func (s FleetSetup) Validate() error {
 		return fmt.Errorf("fleet: the sizes must start at 1, the single controller (got %v)", s.Sizes)
 	case s.Overload <= 0 || s.Windows < 2 || s.Seeds < 0:
 		return fmt.Errorf("fleet: overload must be positive, windows at least 2 and seeds 0 or more (got %g, %d, %d)", s.Overload, s.Windows, s.Seeds)
-	case len(s.Timings) == 0:
-		return errors.New("fleet: no timing for the coordinated runs")
+	case len(s.Timings) == 0 || len(s.Rules) == 0:
+		return errors.New("fleet: no rule or no timing for the coordinated runs")
 	case s.ChurnSize > 0 && (s.ChurnSize < 3 || !(0 < s.JoinAt && s.JoinAt < s.LeaveAt && s.LeaveAt < s.AdjusterLeaveAt && s.AdjusterLeaveAt < s.ChurnEnd)):
 		return fmt.Errorf("fleet: the churn run needs 3 members or more and 0 < join < leave < adjuster leave < end (got %d, %s, %s, %s, %s)",
 			s.ChurnSize, s.JoinAt, s.LeaveAt, s.AdjusterLeaveAt, s.ChurnEnd)
@@ -132,8 +160,13 @@ func (s FleetSetup) Validate() error {
 		}
 	}
 	for _, t := range s.Timings {
-		if t.Interval <= 0 || t.TTL <= 0 {
-			return fmt.Errorf("fleet: intervals and TTLs must be positive (got %v)", s.Timings)
+		if t.Interval <= 0 || t.TTL <= 0 || t.Latency <= 0 {
+			return fmt.Errorf("fleet: intervals, TTLs and latencies must be positive (got %v)", s.Timings)
+		}
+	}
+	for _, r := range s.Rules {
+		if !r.valid() {
+			return fmt.Errorf("fleet: unknown rule %s", r)
 		}
 	}
 	return nil
@@ -154,18 +187,22 @@ func (s FleetSetup) closedLoop(mix *Mix, seed uint64, a *admission.Config, fleet
 		Warmup: length / 2, Duration: length / 2}
 }
 
-// fleet is n members there throughout, coordinated at t unless t is nil.
-func (s FleetSetup) fleet(n int, t *FleetTiming) *FleetConfig {
+// fleet is n members there throughout, coordinated in c unless c is nil. A follower's hold
+// is bounded as in the proxy under c's rule, on the model's time scale: its solo checks last
+// as many times longer.
+func (s FleetSetup) fleet(n int, c *FleetCoordination) *FleetConfig {
 	f := &FleetConfig{Members: make([]Membership, n)}
-	if t != nil {
-		f.Coordinated, f.Interval, f.TTL = true, t.Interval, t.TTL
+	if c != nil {
+		f.Coordinated, f.Rule = true, c.Rule
+		f.Interval, f.TTL, f.Latency = c.Timing.Interval, c.Timing.TTL, c.Timing.Latency
+		f.MaxHold = modelScale(s.AutoInterval) * c.Rule.maxHold()
 	}
 	return f
 }
 
-// churn is the churn run's fleet, coordinated at t.
-func (s FleetSetup) churn(t FleetTiming) *FleetConfig {
-	f := s.fleet(s.ChurnSize+1, &t)
+// churn is the churn run's fleet, coordinated in c.
+func (s FleetSetup) churn(c FleetCoordination) *FleetConfig {
+	f := s.fleet(s.ChurnSize+1, &c)
 	f.Members[0].Leave = s.AdjusterLeaveAt
 	f.Members[s.ChurnSize/2].Leave = s.LeaveAt
 	f.Members[s.ChurnSize].Join = s.JoinAt
@@ -179,12 +216,12 @@ type FleetResults struct {
 	Mix   *Mix
 	// Direct is the database with no admission.
 	Direct Result
-	// Alone[i] is Sizes[i] adaptive controllers alone, Coordinated[t][i] coordinated at
-	// Timings[t]; Split[i] is Sizes[i] static ones at the single controller's settled capacity
-	// over Sizes[i] each (Split[0]: that capacity whole).
+	// Alone[i] is Sizes[i] adaptive controllers alone, Coordinated[k][i] coordinated in
+	// Coordinations()[k]; Split[i] is Sizes[i] static ones at the single controller's
+	// settled capacity over Sizes[i] each (Split[0]: that capacity whole).
 	Alone, Split []Result
 	Coordinated  [][]Result
-	// Churn[t] is the churn run at Timings[t] (nil without).
+	// Churn[k] is the churn run in Coordinations()[k] (nil without).
 	Churn []Result
 	// Repeats are the alone and coordinated runs again at the other seeds.
 	Repeats []FleetRepeat
@@ -213,17 +250,18 @@ func RunFleet(s FleetSetup, seed uint64, workers int) (*FleetResults, error) {
 	}
 	r := &FleetResults{Setup: s, Seed: seed, Mix: mix, Split: make([]Result, len(s.Sizes))}
 	length := s.length()
+	coords := s.Coordinations()
 	jobs := []job{{s.closedLoop(mix, seed, nil, nil, length), &r.Direct}}
 	// adaptive adds the alone and coordinated runs at seed k.
 	adaptive := func(k uint64) ([]Result, [][]Result) {
-		alone, coordinated := make([]Result, len(s.Sizes)), make([][]Result, len(s.Timings))
+		alone, coordinated := make([]Result, len(s.Sizes)), make([][]Result, len(coords))
 		for i, n := range s.Sizes {
 			jobs = append(jobs, job{s.closedLoop(mix, k, s.auto(), s.fleet(n, nil), length), &alone[i]})
 		}
-		for t := range s.Timings {
-			coordinated[t] = make([]Result, len(s.Sizes))
+		for c := range coords {
+			coordinated[c] = make([]Result, len(s.Sizes))
 			for i, n := range s.Sizes {
-				jobs = append(jobs, job{s.closedLoop(mix, k, s.auto(), s.fleet(n, &s.Timings[t]), length), &coordinated[t][i]})
+				jobs = append(jobs, job{s.closedLoop(mix, k, s.auto(), s.fleet(n, &coords[c]), length), &coordinated[c][i]})
 			}
 		}
 		return alone, coordinated
@@ -236,11 +274,11 @@ func RunFleet(s FleetSetup, seed uint64, workers int) (*FleetResults, error) {
 		rep.Alone, rep.Coordinated = adaptive(rep.Seed)
 	}
 	if s.ChurnSize > 0 {
-		r.Churn = make([]Result, len(s.Timings))
-		for t, tm := range s.Timings {
-			c := s.closedLoop(mix, seed, s.auto(), s.churn(tm), s.ChurnEnd)
+		r.Churn = make([]Result, len(coords))
+		for k, co := range coords {
+			c := s.closedLoop(mix, seed, s.auto(), s.churn(co), s.ChurnEnd)
 			c.Warmup, c.Duration = s.JoinAt, s.ChurnEnd-s.JoinAt
-			jobs = append(jobs, job{c, &r.Churn[t]})
+			jobs = append(jobs, job{c, &r.Churn[k]})
 		}
 	}
 	if err := runJobs(jobs, workers); err != nil {
@@ -320,6 +358,26 @@ type FleetCell struct {
 	// Alone is the median time alone of the adaptive capacity the points follow (FleetPoint's
 	// Auto): what its stretch divides by.
 	Alone time.Duration
+	// Held is the part of the time the followers were held for the adjuster's solo checks,
+	// and CheckStarts the units they started during the checks; CheckUnits counts the units
+	// the adjuster started in its checks, and Beside is the mean of the other units running
+	// at the database as each started (coordinated).
+	Held                    float64
+	CheckStarts, CheckUnits int
+	Beside                  float64
+	// TimedAlone counts the adjuster's units its controller counted as run alone, and
+	// TimedBeside those of them that ran beside another unit in the database (coordinated).
+	TimedAlone, TimedBeside int
+	// Drained and Undrained count the solo checks the others drained for and those that
+	// ended first, and DrainWait is the mean time from a check's start until drained
+	// (RuleDrain).
+	Drained, Undrained int
+	DrainWait          time.Duration
+	// AtFloor is the part of the intervals in which the capacity the points follow sat at
+	// its size floor (FleetPoint.AtFloor).
+	AtFloor float64
+	// Checks is the solo checks a window of the adaptive capacity the points follow.
+	Checks float64
 }
 
 // Cell measures res, against the single controller's settled capacity.
@@ -338,8 +396,19 @@ func (r *FleetResults) cell(res Result, single time.Duration) FleetCell {
 	c.Fleet = median(pts, func(p *FleetPoint) float64 { return float64(p.Fleet) })
 	c.Alone = median(pts, func(p *FleetPoint) float64 { return float64(p.Auto.Alone) })
 	var load float64
+	var held, drainWait time.Duration
+	beside, atFloor := 0, 0
 	for i := range pts {
 		p := &pts[i]
+		held += p.Held
+		drainWait += p.DrainWait
+		c.TimedAlone, c.TimedBeside = c.TimedAlone+p.TimedAlone, c.TimedBeside+p.TimedBeside
+		c.Drained, c.Undrained = c.Drained+p.Drained, c.Undrained+p.Undrained
+		if p.AtFloor {
+			atFloor++
+		}
+		c.CheckStarts += p.CheckStarts
+		c.CheckUnits, beside = c.CheckUnits+p.CheckUnits, beside+p.CheckBeside
 		c.Running += p.Running / float64(len(pts))
 		load += float64(p.Load) / float64(len(pts))
 		if p.Fleet > 0 {
@@ -350,6 +419,19 @@ func (r *FleetResults) cell(res Result, single time.Duration) FleetCell {
 		}
 	}
 	c.Load = time.Duration(load)
+	c.AtFloor = float64(atFloor) / float64(len(pts))
+	if first, last := pts[0].Auto.Solo, pts[len(pts)-1].Auto.Solo; last >= first && res.Measured > 0 {
+		c.Checks = float64(last-first) / (float64(res.Measured) / float64(r.Setup.AutoInterval))
+	}
+	if c.Drained > 0 {
+		c.DrainWait = drainWait / time.Duration(c.Drained)
+	}
+	if res.Measured > 0 {
+		c.Held = float64(held) / float64(res.Measured)
+	}
+	if c.CheckUnits > 0 {
+		c.Beside = float64(beside) / float64(c.CheckUnits)
+	}
 	c.LoadRatio = load / float64(single)
 	span := lawSwingWindows * r.Setup.AutoInterval
 	c.Swing = pointSwing(pts, span, func(p *FleetPoint) time.Duration { return p.SumCapacity() })
@@ -442,7 +524,7 @@ type ChurnEvent struct {
 	Joiner int
 }
 
-// ChurnEvents measures the changes of the churn run at Timings[t].
+// ChurnEvents measures the changes of the churn run in Coordinations()[t].
 func (r *FleetResults) ChurnEvents(t int) []ChurnEvent {
 	s := r.Setup
 	if len(r.Churn) <= t {

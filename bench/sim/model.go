@@ -220,6 +220,8 @@ type request struct {
 	// member its issuer's next request goes to.
 	fr     *front
 	member int
+	// sole: no other request ran at the database as it started (a fleet's).
+	sole bool
 
 	// Session state.
 	session  bool
@@ -420,6 +422,11 @@ func (s *run) loop() error {
 			s.events.push(event{at: s.now + s.fleet.cfg.interval(), kind: evInterval})
 		case evMember:
 			s.fleet.change(s, int(e.gen))
+		case evReact:
+			s.fleet.react(s)
+			s.events.push(event{at: s.now + s.fleet.cfg.latency(), kind: evReact})
+		case evTold:
+			s.fleet.hear(s)
 		}
 	}
 }
@@ -558,7 +565,7 @@ func (s *run) serve(r *request) {
 	}
 	be.db.Start(r, r.demand, s.now)
 	if s.fleet != nil {
-		s.fleet.started(be.running)
+		s.fleet.started(s, r, be.running)
 	}
 	s.res.MaxRunning = max(s.res.MaxRunning, be.db.Running())
 	if s.res.Backends != nil {
@@ -602,6 +609,9 @@ func (s *run) finish(b int) error {
 			s.setClock()
 			busy := s.now - r.started
 			f.ctl.Release(&r.ticket, busy)
+			if s.fleet != nil {
+				s.fleet.released(s, r)
+			}
 			sv := &f.service[r.class]
 			*sv += time.Duration(serviceWeight * float64(busy-*sv))
 			f.touched = true

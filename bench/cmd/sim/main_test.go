@@ -12,7 +12,8 @@ func TestRunRefusesBadArguments(t *testing.T) {
 	for _, args := range [][]string{{"-no-such-flag"}, {"extra"}, {"-seed", "x"},
 		{"balance", "extra"}, {"balance", "-policies", "self,random"}, {"balance", "-replicas", "1,x"},
 		{"balance", "-clients", "100", "-detail", "175"},
-		{"fleet", "extra"}, {"fleet", "-sizes", "2,3"}, {"fleet", "-sizes", "1,x"}, {"fleet", "-interval", "0s"}} {
+		{"fleet", "extra"}, {"fleet", "-sizes", "2,3"}, {"fleet", "-sizes", "1,x"}, {"fleet", "-interval", "0s"},
+		{"fleet", "-rules", "react,nope"}, {"fleet", "-latency", "0s"}} {
 		require.Error(t, run(args), "%q", args)
 	}
 }
@@ -33,13 +34,17 @@ func TestRunBalance(t *testing.T) {
 
 func TestRunFleet(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, run([]string{"fleet", "-quick", "-out", dir, "-sizes", "1,2", "-interval", "1s", "-ttl", "4s"}))
+	require.NoError(t, run([]string{"fleet", "-quick", "-out", dir, "-sizes", "1,2", "-interval", "1s", "-ttl", "4s",
+		"-latency", "20ms", "-rules", "drain,react"}))
 	md, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "go run ./bench/cmd/sim fleet -quick -out "+dir)
-	require.Contains(t, string(md), "every 1s, lease 4s", "the fleet's timing from the flags")
-	require.Contains(t, string(md), "every 40s, lease 2m40s", "and on the model's time scale")
-	for _, f := range []string{"sum-0.png", "members-2-alone.png", "churn-shares-0.png"} {
+	require.Contains(t, string(md), "every 1s, lease 4s, latency 20ms", "the fleet's timing from the flags")
+	require.Contains(t, string(md), "every 40s, lease 2m40s, latency 800ms", "and on the model's time scale")
+	require.Contains(t, string(md), "drain, every 1s, lease 4s")
+	require.Contains(t, string(md), "react, every 1s, lease 4s")
+	require.NotContains(t, string(md), "interval, every 1s", "only the rules asked for")
+	for _, f := range []string{"sum-0.png", "members-2-alone.png", "churn-shares-0.png", "churn-shares-3.png"} {
 		_, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err)
 	}
