@@ -3,10 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -83,17 +80,8 @@ func runBalance(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := res.WriteCharts(*out); err != nil {
-		return err
-	}
-	meta := sim.Meta{
-		Command:   strings.TrimSpace("go run ./bench/cmd/sim balance " + strings.Join(args, " ")),
-		Machine:   machine(),
-		GoVersion: runtime.Version(),
-		Elapsed:   time.Since(start),
-	}
-	path := filepath.Join(*out, "README.md")
-	if err := writeReport(path, func(w io.Writer) error { return res.WriteMarkdown(w, meta) }); err != nil {
+	path, meta, err := writeExperiment(res, *out, "balance", args, start)
+	if err != nil {
 		return err
 	}
 

@@ -3,10 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -62,17 +59,8 @@ func runFleet(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := res.WriteCharts(*out); err != nil {
-		return err
-	}
-	meta := sim.Meta{
-		Command:   strings.TrimSpace("go run ./bench/cmd/sim fleet " + strings.Join(args, " ")),
-		Machine:   machine(),
-		GoVersion: runtime.Version(),
-		Elapsed:   time.Since(start),
-	}
-	path := filepath.Join(*out, "README.md")
-	if err := writeReport(path, func(w io.Writer) error { return res.WriteMarkdown(w, meta) }); err != nil {
+	path, meta, err := writeExperiment(res, *out, "fleet", args, start)
+	if err != nil {
 		return err
 	}
 

@@ -100,6 +100,29 @@ func run(args []string) error {
 }
 
 // writeReport creates the file at path and writes the report into it.
+// experiment is what an experiment's results write: their charts into a directory, and the
+// report.
+type experiment interface {
+	WriteCharts(dir string) error
+	WriteMarkdown(w io.Writer, m sim.Meta) error
+}
+
+// writeExperiment writes res's charts and README.md into out, the report naming the command
+// (sim NAME ARGS) and the time since start; it returns the report's path and its meta.
+func writeExperiment(res experiment, out, name string, args []string, start time.Time) (string, sim.Meta, error) {
+	if err := res.WriteCharts(out); err != nil {
+		return "", sim.Meta{}, err
+	}
+	meta := sim.Meta{
+		Command:   strings.TrimSpace("go run ./bench/cmd/sim " + name + " " + strings.Join(args, " ")),
+		Machine:   machine(),
+		GoVersion: runtime.Version(),
+		Elapsed:   time.Since(start),
+	}
+	path := filepath.Join(out, "README.md")
+	return path, meta, writeReport(path, func(w io.Writer) error { return res.WriteMarkdown(w, meta) })
+}
+
 func writeReport(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
