@@ -166,8 +166,8 @@ func startFleet(bg *background, cfg config.Config, srv *proxy.Server, rl *reload
 	})
 	if cfg.Fleet.SharedConfig {
 		bg.add(func(ctx context.Context) {
-			member.WatchConfig(ctx, shared.revision(), func(settings map[string]string) error {
-				prev, prevRev := shared.swap(settings, 0)
+			member.WatchConfig(ctx, shared.revision(), func(settings map[string]string, rev int64) error {
+				prev, prevRev := shared.swap(settings, rev)
 				if err := rl.reload(); err != nil {
 					shared.swap(prev, prevRev)
 					return err

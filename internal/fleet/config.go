@@ -14,8 +14,8 @@ import (
 // setting's value in YAML. The configuration package says which settings may be shared
 // and refuses the rest.
 
-// ConfigPrefix is where the shared settings live under prefix.
-func ConfigPrefix(prefix string) string { return prefix + "config/" }
+// configPrefix is where the shared settings live.
+func (c Config) configPrefix() string { return c.Prefix + "config/" }
 
 // ReadConfig reads the shared settings once, by setting name, with the revision they were
 // read at; it fails when etcd does not answer within cfg.DialTimeout.
@@ -31,7 +31,7 @@ func ReadConfig(ctx context.Context, cfg Config) (settings map[string]string, re
 func readConfig(ctx context.Context, cli *clientv3.Client, cfg Config) (map[string]string, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	pfx := ConfigPrefix(cfg.Prefix)
+	pfx := cfg.configPrefix()
 	resp, err := cli.Get(ctx, pfx, clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, fmt.Errorf("fleet: reading the shared configuration under %s from etcd at %s: %w",
@@ -50,8 +50,8 @@ func readConfig(ctx context.Context, cli *clientv3.Client, cfg Config) (map[stri
 // the first read is applied). apply's error (the settings were refused; the running
 // configuration stays) is shown in the status. While etcd is away it tries again every
 // interval.
-func (mb *Member) WatchConfig(ctx context.Context, from int64, apply func(map[string]string) error) {
-	pfx := ConfigPrefix(mb.cfg.Prefix)
+func (mb *Member) WatchConfig(ctx context.Context, from int64, apply func(settings map[string]string, rev int64) error) {
+	pfx := mb.cfg.configPrefix()
 	rev := from
 	for ctx.Err() == nil {
 		settings, at, err := readConfig(ctx, mb.cli, mb.cfg)
@@ -85,8 +85,8 @@ func (mb *Member) WatchConfig(ctx context.Context, from int64, apply func(map[st
 }
 
 // applyConfig applies the settings read at revision rev and notes the outcome.
-func (mb *Member) applyConfig(settings map[string]string, rev int64, apply func(map[string]string) error) {
-	err := apply(settings)
+func (mb *Member) applyConfig(settings map[string]string, rev int64, apply func(map[string]string, int64) error) {
+	err := apply(settings, rev)
 	mb.mu.Lock()
 	mb.status.Config = ConfigStatus{Keys: len(settings), Revision: rev, Applied: mb.status.Config.Applied}
 	if err != nil {

@@ -269,7 +269,6 @@ func (mb *Member) apply(members []record, backends []Backend) {
 	mb.mu.Lock()
 	prevUp := mb.status.Connected
 	st.Name, st.Endpoints, st.Prefix = mb.cfg.Name, mb.cfg.Endpoints, mb.cfg.Prefix
-	st.Leader = mb.leader
 	st.Config = mb.status.Config
 	mb.status = st
 	mb.mu.Unlock()
